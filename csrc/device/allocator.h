@@ -1,0 +1,31 @@
+// TpuAllocator: a tpu storage's bytes live in PJRT buffers, so "allocating"
+// makes a StorageSlot that later refers to the node holding the value.
+#pragma once
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+namespace tpu::device {
+
+class TpuAllocator final : public c10::DeviceAllocator {
+ public:
+  // PyTorch expects a DataPtr whose device is tpu:0; ours points at a slot.
+  c10::DataPtr allocate(size_t nbytes) override;
+  c10::DeleterFnPtr raw_deleter() const override;
+  // There is no host-visible memory to copy: tpu copies go through PJRT.
+  void copy_data(void* dest, const void* src, std::size_t count) const override;
+  bool initialized() override;
+  // PJRT owns device memory; freeing happens when the last node dies.
+  void emptyCache(c10::MempoolId_t mempool_id = {0, 0}) override {}
+  // One stream per device: nothing to record.
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}
+  // Bytes held by live PJRT buffers (current and peak).
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
+  void resetAccumulatedStats(c10::DeviceIndex) override {}
+  void resetPeakStats(c10::DeviceIndex) override;
+  // (free, total) as the plugin reports them.
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
+};
+
+TpuAllocator* GetTpuAllocator();
+
+}  // namespace tpu::device

@@ -1,0 +1,72 @@
+// TpuHooks: what PyTorch asks of a PrivateUse1 backend (torch.accelerator,
+// generators, pinned memory, storage resizing).
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/CPUAllocator.h>
+
+#include "device/allocator.h"
+#include "device/generator.h"
+#include "lazy/node.h"
+#include "lazy/runtime.h"
+
+namespace tpu::device {
+
+void ResizeStorageBytes(const c10::Storage& storage, size_t newsize);  // storage.cc
+
+namespace {
+
+struct TpuHooks final : public at::PrivateUse1HooksInterface {
+  // Built into this extension, always.
+  bool isBuilt() const override { return true; }
+  // A plugin loads and reports at least one device.
+  bool isAvailable() const override {
+    try {
+      return lazy::Runtime::Get().client().device_count() > 0;
+    } catch (...) {
+      return false;
+    }
+  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
+    return DefaultGenerator();
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex index) const override {
+    return at::make_generator<TpuGeneratorImpl>(index < 0 ? 0 : index);
+  }
+  at::Device getDeviceFromPtr(void*) const override {
+    return at::Device(c10::DeviceType::PrivateUse1, 0);
+  }
+  // Host memory is ordinary CPU memory; PJRT copies from any of it.
+  bool isPinnedPtr(const void*) const override { return false; }
+  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  // The client is created lazily, on the first use of the device.
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return lazy::Runtime::initialized(); }
+  void init() const override { lazy::Runtime::Get(); }
+  c10::DeviceIndex deviceCount() const override {
+    try {
+      return static_cast<c10::DeviceIndex>(lazy::Runtime::Get().client().device_count());
+    } catch (...) {
+      return 0;
+    }
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override {
+    TORCH_CHECK(device == 0, "Invalid device tpu:", static_cast<int>(device),
+                ": each process sees its one device as tpu:0");
+  }
+  c10::DeviceIndex getCurrentDevice() const override { return 0; }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    setCurrentDevice(device);
+    return 0;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex) const override { return 0; }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    ResizeStorageBytes(storage, newsize);
+  }
+};
+
+struct Register {
+  Register() { at::RegisterPrivateUse1HooksInterface(new TpuHooks()); }
+} register_hooks;
+
+}  // namespace
+}  // namespace tpu::device

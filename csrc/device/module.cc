@@ -1,0 +1,97 @@
+// torch_tpu._C: the Python-facing functions of the runtime.
+#include <torch/csrc/utils/pybind.h>
+#include <torch/extension.h>
+
+#include "device/generator.h"
+#include "lazy/executor.h"
+#include "lazy/runtime.h"
+#include "ops/precision.h"
+
+namespace py = pybind11;
+
+namespace tpu::device {
+namespace {
+
+lazy::Runtime& Rt() {
+  try {
+    return lazy::Runtime::Get();
+  } catch (const pjrt::Error& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
+py::dict MemoryStats() {
+  lazy::Runtime& rt = Rt();
+  pjrt::MemoryStats m = rt.client().memory_stats(0);
+  py::dict d;
+  d["allocated_bytes.all.current"] = rt.live_bytes();
+  d["allocated_bytes.all.peak"] = rt.peak_bytes();
+  d["device.bytes_in_use"] = m.bytes_in_use;
+  if (m.peak_known) d["device.peak_bytes_in_use"] = m.peak_bytes_in_use;
+  if (m.limit_known) d["device.bytes_limit"] = m.bytes_limit;
+  return d;
+}
+
+py::dict CacheStats() {
+  lazy::CacheStats s = lazy::Executor::Get().stats();
+  py::dict d;
+  d["requests"] = s.requests;
+  d["hits"] = s.hits;
+  d["compiles"] = s.compiles;
+  d["compile_seconds"] = s.compile_seconds;
+  py::list entries;
+  for (auto& [name, secs] : s.entries) entries.append(py::make_tuple(name, secs));
+  d["entries"] = entries;
+  return d;
+}
+
+}  // namespace
+}  // namespace tpu::device
+
+PYBIND11_MODULE(_C, m) {
+  using namespace tpu;
+  m.def("_configure", [](std::string explicit_path, std::string platform,
+                         std::vector<std::string> dirs) {
+    lazy::Runtime::Configure({std::move(explicit_path), std::move(platform), std::move(dirs)});
+  });
+  m.def("_is_initialized", &lazy::Runtime::initialized);
+  m.def("_init", [] { device::Rt(); });
+  m.def("_device_count", [] {
+    try {
+      return lazy::Runtime::Get().client().device_count();
+    } catch (...) {
+      return 0;
+    }
+  });
+  m.def("_init_error", []() -> std::string {
+    try {
+      lazy::Runtime::Get();
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  });
+  m.def("_device_name", [] { return device::Rt().device_name(); });
+  m.def("_platform", [] { return device::Rt().platform(); });
+  m.def("_plugin_info", [] {
+    auto& c = device::Rt().client();
+    py::dict d;
+    d["path"] = c.plugin_path();
+    d["platform"] = c.platform_name();
+    d["platform_version"] = c.platform_version();
+    d["api_version"] = py::make_tuple(c.api_version().first, c.api_version().second);
+    return d;
+  });
+  m.def("_synchronize", [] {
+    py::gil_scoped_release no_gil;
+    device::Rt().Synchronize();
+  });
+  m.def("_memory_stats", &device::MemoryStats);
+  m.def("_reset_peak_memory_stats", [] { device::Rt().reset_peak(); });
+  m.def("_cache_stats", &device::CacheStats);
+  m.def("_clear_cache", [] { lazy::Executor::Get().ClearCache(); });
+  m.def("_set_precision_override", &ops::SetPrecisionOverride);
+  m.def("_get_precision_override", &ops::PrecisionOverride);
+  m.def("_current_precision", [] { return static_cast<int64_t>(ops::CurrentPrecision()); });
+  m.def("_default_generator", [] { return device::DefaultGenerator(); });
+}

@@ -1,0 +1,190 @@
+// Tensor creation, views, storage resizing, copies between host and device,
+// and reading single values: the kernels every PrivateUse1 backend must have.
+#include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/InferSize.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include "device/allocator.h"
+#include "lazy/executor.h"
+#include "lazy/views.h"
+#include "ops/bridge.h"
+#include "ops/lowerings.h"
+
+namespace tpu::device {
+
+using at::Tensor;
+
+namespace {
+
+void CheckDevice(std::optional<c10::Device> device) {
+  if (!device.has_value()) return;
+  TORCH_CHECK(device->type() == c10::DeviceType::PrivateUse1, "expected a tpu device, got ",
+              *device);
+  if (device->has_index() && device->index() != 0) {
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->setDevice(*device);
+  }
+}
+
+Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                           std::optional<at::Layout> layout, std::optional<at::Device> device,
+                           std::optional<bool> pin_memory,
+                           std::optional<at::MemoryFormat> memory_format) {
+  CheckDevice(device);
+  TORCH_CHECK(!layout.has_value() || *layout == at::kStrided,
+              "tpu supports only strided tensors, got layout ", *layout);
+  const auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
+  ops::ToIr(dt);  // rejects unsupported dtypes early
+  return at::detail::empty_generic(size, GetTpuAllocator(),
+                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt,
+                                   memory_format);
+}
+
+Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
+                     std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                     std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  CheckDevice(device);
+  const auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
+  ops::ToIr(dt);
+  return at::detail::empty_strided_generic(size, stride, GetTpuAllocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           dt);
+}
+
+// New storage bytes: the old value is kept, the rest reads as zeros.
+std::vector<ir::Value> LowerResizeStorage(ir::Builder& b, const std::vector<ir::Value>& in,
+                                          const lazy::Attrs&,
+                                          const std::vector<ir::TensorType>& out) {
+  const ir::TensorType& t = b.type(in[0]);
+  ir::Value flat = ir::Reshape(b, in[0], {t.numel()});
+  const int64_t n = out[0].dims[0];
+  if (n <= t.numel()) return {ir::Slice(b, flat, {0}, {n}, {1})};
+  ir::Value zero = ir::ConstantI(b, 0, t.dtype);
+  return {ir::Pad(b, flat, zero, {0}, {n - t.numel()}, {0})};
+}
+constexpr lazy::Lowering kResizeStorage{"tpu::resize_storage", &LowerResizeStorage};
+
+}  // namespace
+
+void ResizeStorageBytes(const c10::Storage& storage, size_t newsize) {
+  auto* old_slot = static_cast<lazy::StorageSlot*>(storage.data_ptr().get());
+  c10::DataPtr fresh = GetTpuAllocator()->allocate(newsize);
+  auto* slot = static_cast<lazy::StorageSlot*>(fresh.get());
+  if (old_slot && old_slot->node) {
+    const lazy::NodePtr& node = old_slot->node;
+    const size_t itemsize = node->nbytes() / std::max<int64_t>(node->type().numel(), 1);
+    lazy::Operand in{node, lazy::WholeView(node->type())};
+    const int64_t n = static_cast<int64_t>(newsize / std::max<size_t>(itemsize, 1));
+    lazy::OutputTarget out{ir::TensorType{node->type().dtype, {n}}, nullptr, {}};
+    slot->node = lazy::Executor::Get().Run(kResizeStorage, {}, {in}, {out})[0];
+  }
+  const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
+  const_cast<c10::Storage&>(storage).set_nbytes(newsize);
+}
+
+namespace {
+
+const Tensor& resize_(const Tensor& self, at::IntArrayRef size,
+                      std::optional<at::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  const int64_t itemsize = self.element_size();
+  if (self.sizes() == size && !memory_format.has_value()) return self;
+  impl->set_sizes_contiguous(size);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != at::MemoryFormat::Preserve,
+                "Unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
+  const size_t needed = static_cast<size_t>(
+      at::detail::computeStorageNbytes(self.sizes(), self.strides(), itemsize,
+                                       self.storage_offset()));
+  if (needed > self.storage().nbytes()) ResizeStorageBytes(self.storage(), needed);
+  return self;
+}
+
+// Copies between host and device, and within the device.
+Tensor CopyFrom(const Tensor& src, const Tensor& dst, bool non_blocking) {
+  const bool src_tpu = src.device().type() == c10::DeviceType::PrivateUse1;
+  const bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
+  if (dst.numel() == 0) return dst;
+  if (dst_tpu && !src_tpu) {
+    TORCH_CHECK(src.device().is_cpu(), "copy_: cannot copy from ", src.device(), " to tpu");
+    Tensor host = src;
+    if (host.sizes() != dst.sizes()) host = host.expand(dst.sizes());
+    if (!host.is_non_overlapping_and_dense()) host = host.contiguous();
+    std::vector<int64_t> byte_strides;
+    if (!host.is_contiguous()) {
+      for (int64_t s : host.strides()) byte_strides.push_back(s * host.element_size());
+    }
+    lazy::NodePtr node = lazy::Executor::Get().Upload(
+        host.data_ptr(), ops::ToIr(host.scalar_type()), host.sizes().vec(), byte_strides);
+    lazy::StorageSlot* slot = ops::SlotOf(dst);
+    const int64_t storage_numel = static_cast<int64_t>(slot->nbytes / dst.element_size());
+    if (host.scalar_type() == dst.scalar_type() && dst.is_contiguous() &&
+        dst.storage_offset() == 0 && dst.numel() == storage_numel) {
+      slot->node = node;  // the uploaded buffer becomes the storage's value
+      return dst;
+    }
+    lazy::Operand in{node, lazy::WholeView(node->type())};
+    ops::RunInto(ops::kCopy, {}, {in}, {ops::TypeOf(dst.sizes(), dst.scalar_type())}, {dst});
+    return dst;
+  }
+  if (src_tpu && !dst_tpu) {
+    TORCH_CHECK(dst.device().is_cpu(), "copy_: cannot copy from tpu to ", dst.device());
+    Tensor dense = src;
+    lazy::Operand in = ops::OperandOf(src);
+    if (!lazy::CoversWhole(in.view, in.node->type().numel()) ||
+        in.node->type().dtype != in.view.dtype) {
+      dense = ops::Run1(ops::kCopy, {}, {in}, ops::TypeOf(src.sizes(), src.scalar_type()));
+      in = ops::OperandOf(dense);
+    }
+    Tensor host = dst;
+    const bool direct = dst.is_contiguous() && dst.scalar_type() == src.scalar_type() &&
+                        dst.sizes() == src.sizes();
+    if (!direct) host = at::empty(src.sizes(), src.options().device(at::kCPU));
+    lazy::Executor::Get().Download(in.node, host.data_ptr(), host.nbytes());
+    if (!direct) dst.copy_(host);
+    return dst;
+  }
+  TORCH_CHECK(src_tpu && dst_tpu, "copy_: unsupported devices ", src.device(), " -> ",
+              dst.device());
+  ops::RunInto(ops::kCopy, {}, {ops::OperandOf(src)},
+               {ops::TypeOf(dst.sizes(), dst.scalar_type())}, {dst});
+  return dst;
+}
+
+Tensor _copy_from_and_resize(const Tensor& src, const Tensor& dst) {
+  if (dst.sizes() != src.sizes()) dst.resize_(src.sizes());
+  return CopyFrom(src, dst, false);
+}
+
+c10::Scalar _local_scalar_dense(const Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
+  Tensor host = at::empty({}, self.options().device(at::kCPU));
+  CopyFrom(self.reshape({}), host, false);
+  return host.item();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("_copy_from", TORCH_FN(CopyFrom));
+  m.impl("_copy_from_and_resize", TORCH_FN(_copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(_local_scalar_dense));
+}
+
+}  // namespace tpu::device

@@ -1,0 +1,387 @@
+#include "ir/ops.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace tpu::ir {
+
+std::string I64List(const Dims& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+std::string I64Array(const Dims& v) {
+  std::string s = "array<i64";
+  for (size_t i = 0; i < v.size(); ++i) {
+    s += i ? ", " : ": ";
+    s += std::to_string(v[i]);
+  }
+  return s + ">";
+}
+
+namespace {
+
+std::string Hex(uint64_t bits, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%0*llX", digits, static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+uint32_t FloatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Round-to-nearest-even f32 -> bf16 bits (NaN stays NaN).
+uint16_t ToBF16Bits(float f) {
+  uint32_t u = FloatBits(f);
+  if (std::isnan(f)) return 0x7FC0;
+  u += 0x7FFF + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// Round-to-nearest-even f32 -> IEEE half bits.
+uint16_t ToF16Bits(float f) {
+  uint32_t u = FloatBits(f);
+  uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
+  if (std::isnan(f)) return sign | 0x7E00;
+  float a = std::fabs(f);
+  if (a >= 65520.0f) return sign | 0x7C00;  // rounds to inf
+  if (a < 6.103515625e-05f) {               // subnormal half
+    int q = static_cast<int>(std::nearbyint(a / 5.960464477539063e-08f));
+    return sign | static_cast<uint16_t>(q);
+  }
+  uint32_t au = FloatBits(a);
+  int exp = static_cast<int>((au >> 23) & 0xFF) - 127 + 15;
+  uint32_t mant = au & 0x7FFFFF;
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1FFF;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+std::string FloatLiteral(double v, DType t) {
+  switch (t) {
+    case DType::F64: {
+      uint64_t u;
+      std::memcpy(&u, &v, 8);
+      return Hex(u, 16);
+    }
+    case DType::F32: return Hex(FloatBits(static_cast<float>(v)), 8);
+    case DType::BF16: return Hex(ToBF16Bits(static_cast<float>(v)), 4);
+    case DType::F16: return Hex(ToF16Bits(static_cast<float>(v)), 4);
+    default: throw std::logic_error("FloatLiteral: not a float type");
+  }
+}
+
+Value ScalarConstant(Builder& b, const std::string& literal, DType t) {
+  TensorType tt{t, {}};
+  return b.Op1("stablehlo.constant", {}, tt,
+               {{"value", "dense<" + literal + "> : " + TypeText(tt)}});
+}
+
+std::string CompareType(DType t) {
+  if (IsFloat(t) || IsComplex(t)) return "FLOAT";
+  if (IsSigned(t)) return "SIGNED";
+  return "UNSIGNED";
+}
+
+const char* CmpName(Cmp c) {
+  switch (c) {
+    case Cmp::EQ: return "EQ";
+    case Cmp::NE: return "NE";
+    case Cmp::LT: return "LT";
+    case Cmp::LE: return "LE";
+    case Cmp::GT: return "GT";
+    case Cmp::GE: return "GE";
+  }
+  return "EQ";
+}
+
+}  // namespace
+
+Value ConstantF(Builder& b, double v, DType t) {
+  if (IsFloat(t)) return ScalarConstant(b, FloatLiteral(v, t), t);
+  if (t == DType::PRED) return ScalarConstant(b, v != 0 ? "true" : "false", t);
+  if (IsComplex(t)) throw std::logic_error("ConstantF: complex constants are not supported");
+  return ConstantI(b, static_cast<int64_t>(v), t);
+}
+
+Value ConstantI(Builder& b, int64_t v, DType t) {
+  if (IsFloat(t)) return ConstantF(b, static_cast<double>(v), t);
+  if (t == DType::PRED) return ScalarConstant(b, v != 0 ? "true" : "false", t);
+  if (IsUnsigned(t) && t == DType::U64)
+    return ScalarConstant(b, std::to_string(static_cast<uint64_t>(v)), t);
+  return ScalarConstant(b, std::to_string(v), t);
+}
+
+static int64_t IntLimit(DType t, bool max) {
+  switch (t) {
+    case DType::S8: return max ? INT8_MAX : INT8_MIN;
+    case DType::S16: return max ? INT16_MAX : INT16_MIN;
+    case DType::S32: return max ? INT32_MAX : INT32_MIN;
+    case DType::S64: return max ? INT64_MAX : INT64_MIN;
+    case DType::U8: return max ? UINT8_MAX : 0;
+    case DType::U16: return max ? UINT16_MAX : 0;
+    case DType::U32: return max ? UINT32_MAX : 0;
+    case DType::U64: return max ? -1 : 0;  // printed as unsigned
+    case DType::PRED: return max ? 1 : 0;
+    default: throw std::logic_error("IntLimit: not an integer type");
+  }
+}
+
+Value MinValue(Builder& b, DType t) {
+  if (IsFloat(t)) return ConstantF(b, -std::numeric_limits<double>::infinity(), t);
+  return ConstantI(b, IntLimit(t, false), t);
+}
+
+Value MaxValue(Builder& b, DType t) {
+  if (IsFloat(t)) return ConstantF(b, std::numeric_limits<double>::infinity(), t);
+  return ConstantI(b, IntLimit(t, true), t);
+}
+
+Value Full(Builder& b, Value scalar, const Dims& dims) {
+  return BroadcastInDim(b, scalar, dims, {});
+}
+
+Value Convert(Builder& b, Value x, DType to) {
+  const TensorType& t = b.type(x);
+  if (t.dtype == to) return x;
+  if (to == DType::PRED) {
+    // x != 0, as PyTorch's bool conversion (and well-defined for NaN).
+    Value zero = Full(b, ConstantI(b, 0, t.dtype), t.dims);
+    return Compare(b, x, zero, Cmp::NE);
+  }
+  return b.Op1("stablehlo.convert", {x}, TensorType{to, t.dims});
+}
+
+Value BroadcastInDim(Builder& b, Value x, const Dims& out_dims, const Dims& bcast_dims) {
+  const TensorType& t = b.type(x);
+  if (t.dims == out_dims && bcast_dims.size() == out_dims.size()) {
+    bool identity = true;
+    for (size_t i = 0; i < bcast_dims.size(); ++i) identity &= bcast_dims[i] == (int64_t)i;
+    if (identity) return x;
+  }
+  return b.Op1("stablehlo.broadcast_in_dim", {x}, TensorType{t.dtype, out_dims},
+               {{"broadcast_dimensions", I64Array(bcast_dims)}});
+}
+
+Value BroadcastTo(Builder& b, Value x, const Dims& out_dims) {
+  const TensorType& t = b.type(x);
+  if (t.dims == out_dims) return x;
+  const size_t r = t.dims.size(), R = out_dims.size();
+  if (r > R) throw std::logic_error("BroadcastTo: rank of input exceeds target");
+  // Size-1 input dims that broadcast are dropped first by a reshape, so the
+  // remaining dims map one-to-one.
+  Dims keep_dims, bdims;
+  bool drop = false;
+  for (size_t i = 0; i < r; ++i) {
+    const size_t o = R - r + i;
+    if (t.dims[i] == out_dims[o]) {
+      keep_dims.push_back(t.dims[i]);
+      bdims.push_back(static_cast<int64_t>(o));
+    } else if (t.dims[i] == 1) {
+      drop = true;
+    } else {
+      throw std::logic_error("BroadcastTo: incompatible shapes");
+    }
+  }
+  if (drop) x = Reshape(b, x, keep_dims);
+  return BroadcastInDim(b, x, out_dims, bdims);
+}
+
+Value Reshape(Builder& b, Value x, const Dims& dims) {
+  const TensorType& t = b.type(x);
+  if (t.dims == dims) return x;
+  return b.Op1("stablehlo.reshape", {x}, TensorType{t.dtype, dims});
+}
+
+Value Transpose(Builder& b, Value x, const Dims& perm) {
+  const TensorType& t = b.type(x);
+  bool identity = true;
+  Dims out(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out[i] = t.dims[perm[i]];
+    identity &= perm[i] == (int64_t)i;
+  }
+  if (identity) return x;
+  return b.Op1("stablehlo.transpose", {x}, TensorType{t.dtype, out},
+               {{"permutation", I64Array(perm)}});
+}
+
+Value Slice(Builder& b, Value x, const Dims& start, const Dims& limit, const Dims& strides) {
+  const TensorType& t = b.type(x);
+  Dims out(t.dims.size());
+  bool identity = true;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = limit[i] <= start[i] ? 0 : (limit[i] - start[i] + strides[i] - 1) / strides[i];
+    identity &= out[i] == t.dims[i] && start[i] == 0 && strides[i] == 1;
+  }
+  if (identity) return x;
+  return b.Op1("stablehlo.slice", {x}, TensorType{t.dtype, out},
+               {{"start_indices", I64Array(start)},
+                {"limit_indices", I64Array(limit)},
+                {"strides", I64Array(strides)}});
+}
+
+Value Concatenate(Builder& b, const std::vector<Value>& xs, int64_t dim) {
+  if (xs.size() == 1) return xs[0];
+  TensorType out = b.type(xs[0]);
+  out.dims[dim] = 0;
+  for (Value v : xs) out.dims[dim] += b.type(v).dims[dim];
+  return b.Op1("stablehlo.concatenate", xs, out,
+               {{"dimension", std::to_string(dim) + " : i64"}});
+}
+
+Value Pad(Builder& b, Value x, Value pad_value, const Dims& low, const Dims& high,
+          const Dims& interior) {
+  TensorType out = b.type(x);
+  for (size_t i = 0; i < out.dims.size(); ++i) {
+    int64_t d = out.dims[i];
+    out.dims[i] = low[i] + high[i] + d + (d > 0 ? (d - 1) * interior[i] : 0);
+  }
+  return b.Op1("stablehlo.pad", {x, pad_value}, out,
+               {{"edge_padding_low", I64Array(low)},
+                {"edge_padding_high", I64Array(high)},
+                {"interior_padding", I64Array(interior)}});
+}
+
+Value Iota(Builder& b, const Dims& dims, int64_t iota_dim, DType t) {
+  return b.Op1("stablehlo.iota", {}, TensorType{t, dims},
+               {{"iota_dimension", std::to_string(iota_dim) + " : i64"}});
+}
+
+Value Unary(Builder& b, const std::string& op, Value x) {
+  return b.Op1(op, {x}, b.type(x));
+}
+
+Value Binary(Builder& b, const std::string& op, Value x, Value y) {
+  return b.Op1(op, {x, y}, b.type(x));
+}
+
+Value Compare(Builder& b, Value x, Value y, Cmp dir) {
+  const TensorType& t = b.type(x);
+  return b.Op1("stablehlo.compare", {x, y}, TensorType{DType::PRED, t.dims},
+               {{"comparison_direction", std::string("#stablehlo<comparison_direction ") +
+                                             CmpName(dir) + ">"},
+                {"compare_type", "#stablehlo<comparison_type " + CompareType(t.dtype) + ">"}});
+}
+
+Value Select(Builder& b, Value pred, Value on_true, Value on_false) {
+  return b.Op1("stablehlo.select", {pred, on_true, on_false}, b.type(on_true));
+}
+
+Value Reduce(Builder& b, Value x, Value init, const Dims& dims, const std::string& body_op) {
+  const TensorType& t = b.type(x);
+  if (dims.empty()) return x;
+  Dims out;
+  for (int64_t i = 0; i < t.rank(); ++i) {
+    bool reduced = false;
+    for (int64_t d : dims) reduced |= d == i;
+    if (!reduced) out.push_back(t.dims[i]);
+  }
+  TensorType scalar{t.dtype, {}};
+  Region body{{scalar, scalar}, [body_op](Builder& rb, const std::vector<Value>& a) {
+                return std::vector<Value>{Binary(rb, body_op, a[0], a[1])};
+              }};
+  return b.Op1("stablehlo.reduce", {x, init}, TensorType{t.dtype, out},
+               {{"dimensions", I64Array(dims)}}, {body});
+}
+
+std::pair<Value, Value> ArgReduce(Builder& b, Value x, int64_t dim, bool is_max) {
+  const TensorType t = b.type(x);
+  Value idx = Iota(b, t.dims, dim, DType::S64);
+  Value init_v = is_max ? MinValue(b, t.dtype) : MaxValue(b, t.dtype);
+  Value init_i = ConstantI(b, std::numeric_limits<int64_t>::max(), DType::S64);
+  Dims out;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (i != dim) out.push_back(t.dims[i]);
+  TensorType sv{t.dtype, {}}, si{DType::S64, {}};
+  const bool is_float = IsFloat(t.dtype);
+  Region body{{sv, si, sv, si}, [is_max, is_float](Builder& rb, const std::vector<Value>& a) {
+                Value av = a[0], ai = a[1], bv = a[2], bi = a[3];
+                Value better = Compare(rb, av, bv, is_max ? Cmp::GT : Cmp::LT);
+                Value eq = Compare(rb, av, bv, Cmp::EQ);
+                Value idx_lt = Compare(rb, ai, bi, Cmp::LT);
+                Value tie = Binary(rb, "stablehlo.and", eq, idx_lt);
+                Value pick = Binary(rb, "stablehlo.or", better, tie);
+                if (is_float) {
+                  // NaN wins; between two NaNs, the first index.
+                  Value a_nan = Compare(rb, av, av, Cmp::NE);
+                  Value b_nan = Compare(rb, bv, bv, Cmp::NE);
+                  Value not_b_nan = Unary(rb, "stablehlo.not", b_nan);
+                  Value a_nan_wins =
+                      Binary(rb, "stablehlo.and", a_nan,
+                             Binary(rb, "stablehlo.or", not_b_nan, idx_lt));
+                  pick = Binary(rb, "stablehlo.or", a_nan_wins,
+                                Binary(rb, "stablehlo.and", not_b_nan, pick));
+                }
+                return std::vector<Value>{Select(rb, pick, av, bv), Select(rb, pick, ai, bi)};
+              }};
+  auto r = b.Op("stablehlo.reduce", {x, idx, init_v, init_i},
+                {TensorType{t.dtype, out}, TensorType{DType::S64, out}},
+                {{"dimensions", I64Array({dim})}}, {body});
+  return {r[0], r[1]};
+}
+
+Value DotGeneral(Builder& b, Value lhs, Value rhs, const DotDims& dd, const TensorType& out,
+                 const std::string& precision, const std::string& algorithm) {
+  std::string dn = "#stablehlo.dot<";
+  bool first = true;
+  auto field = [&](const char* name, const Dims& v) {
+    if (v.empty()) return;
+    if (!first) dn += ", ";
+    first = false;
+    dn += name;
+    dn += " = ";
+    dn += I64List(v);
+  };
+  field("lhs_batching_dimensions", dd.lhs_batch);
+  field("rhs_batching_dimensions", dd.rhs_batch);
+  field("lhs_contracting_dimensions", dd.lhs_contract);
+  field("rhs_contracting_dimensions", dd.rhs_contract);
+  dn += ">";
+  std::vector<Attr> attrs{{"dot_dimension_numbers", dn}};
+  if (!precision.empty())
+    attrs.push_back({"precision_config", "[#stablehlo<precision " + precision +
+                                             ">, #stablehlo<precision " + precision + ">]"});
+  if (!algorithm.empty()) attrs.push_back({"algorithm", algorithm});
+  return b.Op1("stablehlo.dot_general", {lhs, rhs}, out, std::move(attrs));
+}
+
+Value Take(Builder& b, Value flat, Value indices) {
+  const TensorType& it = b.type(indices);
+  const TensorType& ft = b.type(flat);
+  const std::string dn = "#stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+                         "index_vector_dim = " + std::to_string(it.rank()) + ">";
+  return b.Op1("stablehlo.gather", {flat, indices}, TensorType{ft.dtype, it.dims},
+               {{"dimension_numbers", dn},
+                {"slice_sizes", I64Array({1})},
+                {"indices_are_sorted", "false"}});
+}
+
+Value Put(Builder& b, Value flat, Value indices, Value updates) {
+  const TensorType& it = b.type(indices);
+  const TensorType ft = b.type(flat);
+  const std::string dn = "#stablehlo.scatter<inserted_window_dims = [0], "
+                         "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
+                         std::to_string(it.rank()) + ">";
+  TensorType scalar{ft.dtype, {}};
+  Region body{{scalar, scalar},
+              [](Builder&, const std::vector<Value>& a) { return std::vector<Value>{a[1]}; }};
+  return b.Op1("stablehlo.scatter", {flat, indices, updates}, ft,
+               {{"scatter_dimension_numbers", dn},
+                {"indices_are_sorted", "false"},
+                {"unique_indices", "false"}},
+               {body});
+}
+
+}  // namespace tpu::ir

@@ -1,0 +1,65 @@
+// Pure StableHLO builders: one small function per construct, shared by every
+// lowering. No torch here; shapes are validated by the callers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tpu::ir {
+
+using Dims = std::vector<int64_t>;
+
+std::string I64Array(const Dims& v);  // "array<i64: 1, 2>"
+std::string I64List(const Dims& v);   // "[1, 2]"
+
+// Scalar constants, printed bit-exactly (floats as hex).
+Value ConstantF(Builder& b, double v, DType t);   // 0-d
+Value ConstantI(Builder& b, int64_t v, DType t);  // 0-d (PRED: v != 0)
+// The 0-d constant whose value is the identity/extreme for a type.
+Value MinValue(Builder& b, DType t);  // -inf for floats, lowest for ints
+Value MaxValue(Builder& b, DType t);
+// Constant of the given shape, broadcast from a 0-d constant.
+Value Full(Builder& b, Value scalar, const Dims& dims);
+
+Value Convert(Builder& b, Value x, DType to);
+Value BroadcastInDim(Builder& b, Value x, const Dims& out_dims, const Dims& bcast_dims);
+// NumPy-style broadcast of x (right-aligned) to out_dims; no-op if equal.
+Value BroadcastTo(Builder& b, Value x, const Dims& out_dims);
+Value Reshape(Builder& b, Value x, const Dims& dims);
+Value Transpose(Builder& b, Value x, const Dims& perm);
+Value Slice(Builder& b, Value x, const Dims& start, const Dims& limit, const Dims& strides);
+Value Concatenate(Builder& b, const std::vector<Value>& xs, int64_t dim);
+Value Pad(Builder& b, Value x, Value pad_value, const Dims& low, const Dims& high,
+          const Dims& interior);
+Value Iota(Builder& b, const Dims& dims, int64_t iota_dim, DType t);
+
+Value Unary(Builder& b, const std::string& op, Value x);               // result type = x's
+Value Binary(Builder& b, const std::string& op, Value x, Value y);     // same types in/out
+enum class Cmp { EQ, NE, LT, LE, GT, GE };
+Value Compare(Builder& b, Value x, Value y, Cmp dir);                 // -> PRED
+Value Select(Builder& b, Value pred, Value on_true, Value on_false);
+
+// Reduction over `dims` with a binary body op ("stablehlo.add", ...max...).
+Value Reduce(Builder& b, Value x, Value init, const Dims& dims, const std::string& body_op);
+// Variadic reduce of (values, indices) picking the max (or min) value and
+// the first index of it, as torch.max(dim) does. NaN wins, as on CPU.
+std::pair<Value, Value> ArgReduce(Builder& b, Value x, int64_t dim, bool is_max);
+
+struct DotDims {
+  Dims lhs_batch, rhs_batch, lhs_contract, rhs_contract;
+};
+// dot_general with result type `out`; `precision` is "" or one of
+// DEFAULT/HIGH/HIGHEST; `algorithm` is "" or the MLIR text of a dot algorithm.
+Value DotGeneral(Builder& b, Value lhs, Value rhs, const DotDims& dd, const TensorType& out,
+                 const std::string& precision = "", const std::string& algorithm = "");
+
+// Elements of the 1-d `flat` at the (integer) positions in `indices`,
+// result shaped like `indices`.
+Value Take(Builder& b, Value flat, Value indices);
+// `flat` with the positions in `indices` replaced by `updates` (same shape
+// as indices). Later duplicates win, as a sequential write would.
+Value Put(Builder& b, Value flat, Value indices, Value updates);
+
+}  // namespace tpu::ir

@@ -1,0 +1,80 @@
+#include "lazy/runtime.h"
+
+#include <cctype>
+
+namespace tpu::lazy {
+
+namespace {
+std::mutex g_mu;
+PluginConfig g_config;
+Runtime* g_runtime = nullptr;
+}  // namespace
+
+void Runtime::Configure(PluginConfig cfg) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_config = std::move(cfg);
+}
+
+bool Runtime::initialized() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_runtime != nullptr;
+}
+
+Runtime& Runtime::Get() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_runtime) return *g_runtime;
+  pjrt::PluginChoice choice =
+      pjrt::FindPlugin(g_config.explicit_path, g_config.platform, g_config.search_dirs);
+  auto rt = std::unique_ptr<Runtime>(new Runtime());
+  rt->client_ = pjrt::Client::Create(choice.path);
+  rt->platform_ = rt->client_->platform_name();
+  g_runtime = rt.release();  // lives for the process: buffers may outlive exit order
+  return *g_runtime;
+}
+
+std::string Runtime::device_name() const {
+  std::string p = platform_;
+  for (char& c : p) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (platform_ == "cpu") return "XLA CPU";
+  std::string kind = client_->device_count() ? client_->device_kind(0) : "";
+  if (platform_ == "tpu") return kind.empty() ? "TPU" : kind;
+  return "XLA " + p + (kind.empty() ? "" : " (" + kind + ")");
+}
+
+std::shared_ptr<pjrt::Buffer> Runtime::Track(std::unique_ptr<pjrt::Buffer> buf) {
+  const int64_t n = static_cast<int64_t>(buf->on_device_size_bytes());
+  const int64_t now = live_bytes_.fetch_add(n) + n;
+  int64_t peak = peak_bytes_.load();
+  while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
+  }
+  return std::shared_ptr<pjrt::Buffer>(buf.release(), [this, n](pjrt::Buffer* b) {
+    live_bytes_.fetch_sub(n);
+    delete b;
+  });
+}
+
+void Runtime::AddPending(std::unique_ptr<pjrt::Event> ev) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  pending_.push_back(std::move(ev));
+  // Drop finished events from the front so the list stays short.
+  while (pending_.size() > 16 && pending_.front()->IsReady()) pending_.pop_front();
+}
+
+void Runtime::Synchronize() {
+  std::deque<std::unique_ptr<pjrt::Event>> events;
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    events.swap(pending_);
+  }
+  std::string first_error;
+  for (auto& ev : events) {
+    try {
+      ev->Await();
+    } catch (const pjrt::Error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (!first_error.empty()) throw pjrt::Error(first_error, 13);
+}
+
+}  // namespace tpu::lazy

@@ -1,0 +1,54 @@
+// The process's one PJRT client and the bookkeeping around it: plugin
+// choice, buffer memory accounting, outstanding work.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pjrt/pjrt.h"
+
+namespace tpu::lazy {
+
+struct PluginConfig {
+  std::string explicit_path;  // TORCH_TPU_PLUGIN_PATH
+  std::string platform;       // TORCH_TPU_PLATFORM
+  std::vector<std::string> search_dirs;
+};
+
+class Runtime {
+ public:
+  // Set before first use (by the Python package at import).
+  static void Configure(PluginConfig cfg);
+  // The runtime, creating the client on first call (lazy init, like CUDA).
+  static Runtime& Get();
+  static bool initialized();
+
+  pjrt::Client& client() { return *client_; }
+  const std::string& platform() const { return platform_; }
+  // "XLA CPU", "XLA CUDA (NVIDIA H200)", "TPU v5e", ...
+  std::string device_name() const;
+
+  // Wraps a plugin buffer so that its bytes are counted while it lives.
+  std::shared_ptr<pjrt::Buffer> Track(std::unique_ptr<pjrt::Buffer> buf);
+  int64_t live_bytes() const { return live_bytes_.load(); }
+  int64_t peak_bytes() const { return peak_bytes_.load(); }
+  void reset_peak() { peak_bytes_.store(live_bytes_.load()); }
+
+  // Remembers an execution's completion event; Synchronize waits for all.
+  void AddPending(std::unique_ptr<pjrt::Event> ev);
+  void Synchronize();
+
+ private:
+  Runtime() = default;
+  std::shared_ptr<pjrt::Client> client_;
+  std::string platform_;
+  std::atomic<int64_t> live_bytes_{0}, peak_bytes_{0};
+  std::mutex pending_mu_;
+  std::deque<std::unique_ptr<pjrt::Event>> pending_;
+};
+
+}  // namespace tpu::lazy

@@ -1,0 +1,25 @@
+// Recreating a strided view of a storage inside a program, and writing a
+// value back through a view. A storage's node is read as a flat array of
+// its elements; the view's sizes/strides/offset pick elements out of it.
+#pragma once
+
+#include "ir/ir.h"
+#include "lazy/node.h"
+
+namespace tpu::lazy {
+
+// The row-major view of all of a node's elements.
+ViewSpec WholeView(const ir::TensorType& t);
+
+// True if `view` is exactly the whole of a storage holding `storage_numel`
+// elements of view.dtype, in row-major order.
+bool CoversWhole(const ViewSpec& view, int64_t storage_numel);
+
+// The value of `view` read from `base` (the storage's node value, any dims).
+ir::Value ReadView(ir::Builder& b, ir::Value base, const ViewSpec& view);
+
+// The storage's new flat value ([numel of base]) after writing `update`
+// (shaped view.sizes, dtype view.dtype) through `view`.
+ir::Value WriteView(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value update);
+
+}  // namespace tpu::lazy

@@ -1,0 +1,53 @@
+// The bridge between ATen tensors and the lazy layer: what a kernel uses to
+// turn its arguments into operands and its results into tpu tensors.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Scalar.h>
+
+#include <vector>
+
+#include "ir/ir.h"
+#include "lazy/executor.h"
+#include "lazy/lowering.h"
+#include "lazy/node.h"
+
+namespace tpu::ops {
+
+ir::DType ToIr(at::ScalarType t);  // throws TypeError for unsupported dtypes
+at::ScalarType ToAten(ir::DType t);
+
+lazy::StorageSlot* SlotOf(const at::Tensor& t);
+// The operand for a tpu tensor, or for a 0-d CPU tensor (a wrapped scalar).
+lazy::Operand OperandOf(const at::Tensor& t);
+// A scalar as a 0-d device operand of `dtype`: its value is data, not part
+// of the compiled program, so a changing learning rate does not recompile.
+lazy::Operand ScalarOperand(const c10::Scalar& s, at::ScalarType dtype);
+
+// A new tpu tensor (fresh, uninitialized storage).
+at::Tensor EmptyTpu(at::IntArrayRef sizes, at::ScalarType dtype);
+at::Tensor EmptyStridedTpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype);
+
+ir::TensorType TypeOf(at::IntArrayRef sizes, at::ScalarType dtype);
+
+// Runs `op` and returns its results as new contiguous tpu tensors.
+std::vector<at::Tensor> Run(const lazy::Lowering& op, const lazy::Attrs& attrs,
+                            const std::vector<lazy::Operand>& inputs,
+                            const std::vector<ir::TensorType>& out_types);
+at::Tensor Run1(const lazy::Lowering& op, const lazy::Attrs& attrs,
+                const std::vector<lazy::Operand>& inputs, const ir::TensorType& out_type);
+// Runs `op` and writes its results into existing tpu tensors (in-place and
+// out= variants); each value is converted to its destination's dtype.
+void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
+             const std::vector<lazy::Operand>& inputs,
+             const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts);
+
+// Resizes an out= argument as PyTorch does (warning when a non-empty tensor
+// changes shape) and checks that `result_dtype` can be cast to it.
+void PrepareOut(const char* op, const at::Tensor& out, at::IntArrayRef sizes,
+                at::ScalarType result_dtype);
+
+// Checks that `t` lives on tpu (or is a CPU scalar), naming the op.
+void CheckTpu(const char* op, const at::Tensor& t, const char* arg);
+
+}  // namespace tpu::ops

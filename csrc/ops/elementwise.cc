@@ -1,0 +1,450 @@
+// Elementwise ops: broadcasting, PyTorch type promotion, and one lowering
+// per op; the functional, in-place and out= forms share it.
+#include <ATen/ExpandUtils.h>
+#include <ATen/ScalarOps.h>
+#include <ATen/native/TypeProperties.h>
+#include <torch/library.h>
+
+#include <cmath>
+
+#include "ir/ops.h"
+#include "ops/bridge.h"
+#include "ops/registry.h"
+
+namespace tpu::ops {
+
+using at::Tensor;
+using ir::Builder;
+using ir::DType;
+using ir::Value;
+using VS = std::vector<Value>;
+using TT = std::vector<ir::TensorType>;
+
+void CheckInplace(const char* op, const Tensor& self, const ElementwiseMeta& m) {
+  TORCH_CHECK(self.sizes().vec() == m.sizes, "output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", at::IntArrayRef(m.sizes));
+  TORCH_CHECK(c10::canCast(m.result, self.scalar_type()), "result type ", m.result,
+              " can't be cast to the desired output type ", self.scalar_type());
+}
+
+namespace {
+
+enum class Kind { kArith, kTrueDiv, kCompare, kLogical, kBitwise, kFloatOnly };
+
+// PyTorch computes half and bfloat16 elementwise math in float32.
+at::ScalarType OpMath(at::ScalarType t) {
+  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
+}
+
+ElementwiseMeta BinaryMeta(const char* name, const Tensor& a, const Tensor& b, Kind kind) {
+  CheckTpu(name, a, "self");
+  CheckTpu(name, b, "other");
+  ElementwiseMeta m;
+  m.sizes = at::infer_size(a.sizes(), b.sizes());
+  at::ScalarType common = at::result_type(a, b);
+  switch (kind) {
+    case Kind::kArith:
+      m.result = common;
+      m.compute = OpMath(common);
+      break;
+    case Kind::kTrueDiv:
+    case Kind::kFloatOnly:
+      m.result = at::isIntegralType(common, /*includeBool=*/true)
+                     ? at::typeMetaToScalarType(at::get_default_dtype())
+                     : common;
+      m.compute = OpMath(m.result);
+      break;
+    case Kind::kCompare:
+      m.result = at::kBool;
+      m.compute = common;
+      break;
+    case Kind::kLogical:
+      m.result = at::kBool;
+      m.compute = at::kBool;
+      break;
+    case Kind::kBitwise:
+      TORCH_CHECK(at::isIntegralType(common, /*includeBool=*/true), "\"", name,
+                  "\" not implemented for '", c10::toString(common), "'");
+      m.result = common;
+      m.compute = common;
+      break;
+  }
+  return m;
+}
+
+// ---- binary lowerings: ins = (a, b[, alpha]); ints = (compute dtype) ----
+
+using BinFn = Value (*)(Builder&, Value, Value);
+
+template <BinFn F>
+VS LowerBinary(Builder& b, const VS& in, const lazy::Attrs& attrs, const TT& out) {
+  const auto ct = static_cast<DType>(attrs.ints[0]);
+  Value x = ir::BroadcastTo(b, ir::Convert(b, in[0], ct), out[0].dims);
+  Value y = ir::BroadcastTo(b, ir::Convert(b, in[1], ct), out[0].dims);
+  if (in.size() > 2) {  // alpha scales the second operand
+    Value alpha = ir::BroadcastTo(b, ir::Convert(b, in[2], ct), out[0].dims);
+    y = ir::Binary(b, ct == DType::PRED ? "stablehlo.and" : "stablehlo.multiply", y, alpha);
+  }
+  return {ir::Convert(b, F(b, x, y), out[0].dtype)};
+}
+
+Value Add(Builder& b, Value x, Value y) {
+  return ir::Binary(b, b.type(x).dtype == DType::PRED ? "stablehlo.or" : "stablehlo.add", x, y);
+}
+Value Sub(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.subtract", x, y); }
+Value Mul(Builder& b, Value x, Value y) {
+  return ir::Binary(b, b.type(x).dtype == DType::PRED ? "stablehlo.and" : "stablehlo.multiply",
+                    x, y);
+}
+Value Div(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.divide", x, y); }
+Value Max(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.maximum", x, y); }
+Value Min(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.minimum", x, y); }
+Value Pow(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.power", x, y); }
+Value Atan2(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.atan2", x, y); }
+Value And(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.and", x, y); }
+Value Or(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.or", x, y); }
+Value Xor(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.xor", x, y); }
+Value Fmod(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.remainder", x, y); }
+// Python's modulo: the result takes the divisor's sign.
+Value Remainder(Builder& b, Value x, Value y) {
+  Value r = ir::Binary(b, "stablehlo.remainder", x, y);
+  const ir::TensorType& t = b.type(r);
+  Value zero = ir::Full(b, ir::ConstantI(b, 0, t.dtype), t.dims);
+  Value nonzero = ir::Compare(b, r, zero, ir::Cmp::NE);
+  Value sign_differs = ir::Compare(b, ir::Compare(b, r, zero, ir::Cmp::LT),
+                                   ir::Compare(b, y, zero, ir::Cmp::LT), ir::Cmp::NE);
+  Value fix = ir::Binary(b, "stablehlo.and", nonzero, sign_differs);
+  return ir::Select(b, fix, ir::Binary(b, "stablehlo.add", r, y), r);
+}
+Value Eq(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::EQ); }
+Value Ne(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::NE); }
+Value Lt(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::LT); }
+Value Le(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::LE); }
+Value Gt(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::GT); }
+Value Ge(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::GE); }
+
+// Rounds a float quotient toward zero or down (div's rounding_mode).
+Value Trunc(Builder& b, Value x) {
+  const ir::TensorType& t = b.type(x);
+  Value zero = ir::Full(b, ir::ConstantI(b, 0, t.dtype), t.dims);
+  return ir::Select(b, ir::Compare(b, x, zero, ir::Cmp::LT), ir::Unary(b, "stablehlo.ceil", x),
+                    ir::Unary(b, "stablehlo.floor", x));
+}
+Value DivTrunc(Builder& b, Value x, Value y) {
+  if (ir::IsInteger(b.type(x).dtype)) return ir::Binary(b, "stablehlo.divide", x, y);
+  return Trunc(b, ir::Binary(b, "stablehlo.divide", x, y));
+}
+Value DivFloor(Builder& b, Value x, Value y) {
+  const ir::TensorType& t = b.type(x);
+  if (!ir::IsInteger(t.dtype)) return ir::Unary(b, "stablehlo.floor", Div(b, x, y));
+  Value q = ir::Binary(b, "stablehlo.divide", x, y);
+  Value r = ir::Binary(b, "stablehlo.remainder", x, y);
+  Value zero = ir::Full(b, ir::ConstantI(b, 0, t.dtype), t.dims);
+  Value one = ir::Full(b, ir::ConstantI(b, 1, t.dtype), t.dims);
+  Value adjust = ir::Binary(
+      b, "stablehlo.and", ir::Compare(b, r, zero, ir::Cmp::NE),
+      ir::Compare(b, ir::Compare(b, r, zero, ir::Cmp::LT), ir::Compare(b, y, zero, ir::Cmp::LT),
+                  ir::Cmp::NE));
+  return ir::Select(b, adjust, ir::Binary(b, "stablehlo.subtract", q, one), q);
+}
+
+struct BinaryOp {
+  lazy::Lowering lowering;
+  Kind kind;
+};
+
+#define TPU_BINARY(var, aten, fn, kind) \
+  constexpr BinaryOp var{{aten, &LowerBinary<fn>}, Kind::kind};
+TPU_BINARY(kAdd, "aten::add", Add, kArith)
+TPU_BINARY(kSub, "aten::sub", Sub, kArith)
+TPU_BINARY(kMul, "aten::mul", Mul, kArith)
+TPU_BINARY(kDiv, "aten::div", Div, kTrueDiv)
+TPU_BINARY(kDivTrunc, "aten::div.trunc", DivTrunc, kArith)
+TPU_BINARY(kDivFloor, "aten::div.floor", DivFloor, kArith)
+TPU_BINARY(kMaximum, "aten::maximum", Max, kArith)
+TPU_BINARY(kMinimum, "aten::minimum", Min, kArith)
+TPU_BINARY(kPow, "aten::pow", Pow, kArith)
+TPU_BINARY(kAtan2, "aten::atan2", Atan2, kFloatOnly)
+TPU_BINARY(kFmod, "aten::fmod", Fmod, kArith)
+TPU_BINARY(kRemainder, "aten::remainder", Remainder, kArith)
+TPU_BINARY(kBitAnd, "aten::bitwise_and", And, kBitwise)
+TPU_BINARY(kBitOr, "aten::bitwise_or", Or, kBitwise)
+TPU_BINARY(kBitXor, "aten::bitwise_xor", Xor, kBitwise)
+TPU_BINARY(kLogicalAnd, "aten::logical_and", And, kLogical)
+TPU_BINARY(kLogicalOr, "aten::logical_or", Or, kLogical)
+TPU_BINARY(kLogicalXor, "aten::logical_xor", Xor, kLogical)
+TPU_BINARY(kEq, "aten::eq", Eq, kCompare)
+TPU_BINARY(kNe, "aten::ne", Ne, kCompare)
+TPU_BINARY(kLt, "aten::lt", Lt, kCompare)
+TPU_BINARY(kLe, "aten::le", Le, kCompare)
+TPU_BINARY(kGt, "aten::gt", Gt, kCompare)
+TPU_BINARY(kGe, "aten::ge", Ge, kCompare)
+#undef TPU_BINARY
+
+std::vector<lazy::Operand> BinaryInputs(const Tensor& a, const Tensor& b, const ElementwiseMeta& m,
+                                        const c10::Scalar* alpha) {
+  std::vector<lazy::Operand> in{OperandOf(a), OperandOf(b)};
+  if (alpha && !(alpha->isIntegral(true) && alpha->toLong() == 1) &&
+      !(alpha->isFloatingPoint() && alpha->toDouble() == 1.0)) {
+    in.push_back(ScalarOperand(*alpha, m.compute));
+  }
+  return in;
+}
+
+lazy::Attrs ComputeAttrs(const ElementwiseMeta& m) {
+  return lazy::Attrs{{static_cast<int64_t>(ToIr(m.compute))}, {}, {}};
+}
+
+Tensor Binary(const BinaryOp& op, const Tensor& a, const Tensor& b,
+              const c10::Scalar* alpha = nullptr) {
+  ElementwiseMeta m = BinaryMeta(op.lowering.name, a, b, op.kind);
+  return Run1(op.lowering, ComputeAttrs(m), BinaryInputs(a, b, m, alpha),
+              TypeOf(m.sizes, m.result));
+}
+
+Tensor& BinaryInplace(const BinaryOp& op, Tensor& self, const Tensor& other,
+                      const c10::Scalar* alpha = nullptr) {
+  ElementwiseMeta m = BinaryMeta(op.lowering.name, self, other, op.kind);
+  CheckInplace(op.lowering.name, self, m);
+  RunInto(op.lowering, ComputeAttrs(m), BinaryInputs(self, other, m, alpha),
+          {TypeOf(m.sizes, m.result)}, {self});
+  return self;
+}
+
+Tensor& BinaryOut(const BinaryOp& op, const Tensor& a, const Tensor& b, Tensor& out,
+                  const c10::Scalar* alpha = nullptr) {
+  ElementwiseMeta m = BinaryMeta(op.lowering.name, a, b, op.kind);
+  PrepareOut(op.lowering.name, out, m.sizes, m.result);
+  RunInto(op.lowering, ComputeAttrs(m), BinaryInputs(a, b, m, alpha),
+          {TypeOf(m.sizes, m.result)}, {out});
+  return out;
+}
+
+Tensor ScalarTensor(const c10::Scalar& s) {
+  Tensor t = at::scalar_to_tensor(s);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+const BinaryOp& DivOp(std::optional<c10::string_view> mode) {
+  if (!mode.has_value()) return kDiv;
+  if (*mode == "trunc") return kDivTrunc;
+  TORCH_CHECK(*mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or "
+              "'floor' but found '", *mode, "'");
+  return kDivFloor;
+}
+
+// ---- registration of the three forms ----
+
+#define TPU_BINARY_ALPHA_KERNELS(name, op)                                                   \
+  Tensor name##_tensor(const Tensor& a, const Tensor& b, const c10::Scalar& alpha) {         \
+    return Binary(op, a, b, &alpha);                                                         \
+  }                                                                                          \
+  Tensor& name##__tensor(Tensor& a, const Tensor& b, const c10::Scalar& alpha) {             \
+    return BinaryInplace(op, a, b, &alpha);                                                  \
+  }                                                                                          \
+  Tensor& name##_out(const Tensor& a, const Tensor& b, const c10::Scalar& alpha, Tensor& o) { \
+    return BinaryOut(op, a, b, o, &alpha);                                                   \
+  }
+TPU_BINARY_ALPHA_KERNELS(add, kAdd)
+TPU_BINARY_ALPHA_KERNELS(sub, kSub)
+#undef TPU_BINARY_ALPHA_KERNELS
+
+#define TPU_BINARY_KERNELS(name, op)                                                       \
+  Tensor name##_tensor(const Tensor& a, const Tensor& b) { return Binary(op, a, b); }      \
+  Tensor& name##__tensor(Tensor& a, const Tensor& b) { return BinaryInplace(op, a, b); }  \
+  Tensor& name##_out(const Tensor& a, const Tensor& b, Tensor& o) {                        \
+    return BinaryOut(op, a, b, o);                                                         \
+  }                                                                                        \
+  Tensor name##_scalar(const Tensor& a, const c10::Scalar& b) {                            \
+    return Binary(op, a, ScalarTensor(b));                                                 \
+  }                                                                                        \
+  Tensor& name##__scalar(Tensor& a, const c10::Scalar& b) {                                \
+    return BinaryInplace(op, a, ScalarTensor(b));                                          \
+  }                                                                                        \
+  Tensor& name##_scalar_out(const Tensor& a, const c10::Scalar& b, Tensor& o) {            \
+    return BinaryOut(op, a, ScalarTensor(b), o);                                           \
+  }
+TPU_BINARY_KERNELS(mul, kMul)
+TPU_BINARY_KERNELS(maximum, kMaximum)
+TPU_BINARY_KERNELS(minimum, kMinimum)
+TPU_BINARY_KERNELS(pow, kPow)
+TPU_BINARY_KERNELS(atan2, kAtan2)
+TPU_BINARY_KERNELS(fmod, kFmod)
+TPU_BINARY_KERNELS(remainder, kRemainder)
+TPU_BINARY_KERNELS(bitwise_and, kBitAnd)
+TPU_BINARY_KERNELS(bitwise_or, kBitOr)
+TPU_BINARY_KERNELS(bitwise_xor, kBitXor)
+TPU_BINARY_KERNELS(logical_and, kLogicalAnd)
+TPU_BINARY_KERNELS(logical_or, kLogicalOr)
+TPU_BINARY_KERNELS(logical_xor, kLogicalXor)
+TPU_BINARY_KERNELS(eq, kEq)
+TPU_BINARY_KERNELS(ne, kNe)
+TPU_BINARY_KERNELS(lt, kLt)
+TPU_BINARY_KERNELS(le, kLe)
+TPU_BINARY_KERNELS(gt, kGt)
+TPU_BINARY_KERNELS(ge, kGe)
+TPU_BINARY_KERNELS(div, kDiv)
+#undef TPU_BINARY_KERNELS
+
+Tensor div_mode(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {
+  return Binary(DivOp(mode), a, b);
+}
+Tensor& div__mode(Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {
+  return BinaryInplace(DivOp(mode), a, b);
+}
+Tensor& div_mode_out(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode,
+                     Tensor& o) {
+  return BinaryOut(DivOp(mode), a, b, o);
+}
+Tensor pow_scalar_self(const c10::Scalar& a, const Tensor& b) {
+  return Binary(kPow, ScalarTensor(a), b);
+}
+
+// ---- where(cond, a, b) ----
+
+VS LowerWhere(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  Value c = ir::BroadcastTo(b, ir::Convert(b, in[0], DType::PRED), out[0].dims);
+  Value x = ir::BroadcastTo(b, ir::Convert(b, in[1], out[0].dtype), out[0].dims);
+  Value y = ir::BroadcastTo(b, ir::Convert(b, in[2], out[0].dtype), out[0].dims);
+  return {ir::Select(b, c, x, y)};
+}
+constexpr lazy::Lowering kWhere{"aten::where", &LowerWhere};
+
+ElementwiseMeta WhereMeta(const Tensor& c, const Tensor& a, const Tensor& b) {
+  CheckTpu("where", c, "condition");
+  CheckTpu("where", a, "self");
+  CheckTpu("where", b, "other");
+  TORCH_CHECK(c.scalar_type() == at::kBool || c.scalar_type() == at::kByte,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              c.scalar_type());
+  ElementwiseMeta m;
+  m.sizes = at::infer_size(c.sizes(), at::infer_size(a.sizes(), b.sizes()));
+  m.result = at::result_type(a, b);
+  m.compute = m.result;
+  return m;
+}
+
+Tensor where_self(const Tensor& c, const Tensor& a, const Tensor& b) {
+  ElementwiseMeta m = WhereMeta(c, a, b);
+  return Run1(kWhere, {}, {OperandOf(c), OperandOf(a), OperandOf(b)}, TypeOf(m.sizes, m.result));
+}
+Tensor& where_self_out(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) {
+  ElementwiseMeta m = WhereMeta(c, a, b);
+  PrepareOut("where", out, m.sizes, m.result);
+  RunInto(kWhere, {}, {OperandOf(c), OperandOf(a), OperandOf(b)}, {TypeOf(m.sizes, m.result)},
+          {out});
+  return out;
+}
+
+// masked_fill_(mask, value): self = where(mask, value, self).
+Tensor& masked_fill__scalar(Tensor& self, const Tensor& mask, const c10::Scalar& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but "
+              "got mask with dtype ", mask.scalar_type());
+  ElementwiseMeta m{self.sizes().vec(), self.scalar_type(), self.scalar_type()};
+  at::infer_size(self.sizes(), mask.sizes());
+  RunInto(kWhere, {}, {OperandOf(mask), ScalarOperand(value, self.scalar_type()),
+                       OperandOf(self)},
+          {TypeOf(m.sizes, m.result)}, {self});
+  return self;
+}
+Tensor& masked_fill__tensor(Tensor& self, const Tensor& mask, const Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but "
+              "got tensor with ", value.dim(), " dimension(s).");
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but "
+              "got mask with dtype ", mask.scalar_type());
+  RunInto(kWhere, {}, {OperandOf(mask), OperandOf(value), OperandOf(self)},
+          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  return self;
+}
+
+// ---- fill ----
+
+VS LowerFill(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  return {ir::Full(b, ir::Convert(b, in[0], out[0].dtype), out[0].dims)};
+}
+constexpr lazy::Lowering kFill{"aten::fill_", &LowerFill};
+
+Tensor& fill__scalar(Tensor& self, const c10::Scalar& v) {
+  RunInto(kFill, {}, {ScalarOperand(v, self.scalar_type())},
+          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  return self;
+}
+Tensor& fill__tensor(Tensor& self, const Tensor& v) {
+  TORCH_CHECK(v.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              v.dim(), " dimensions.");
+  RunInto(kFill, {}, {OperandOf(v)}, {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  return self;
+}
+Tensor& zero_(Tensor& self) { return fill__scalar(self, 0); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define REG3(name)                                  \
+  m.impl(#name ".Tensor", TORCH_FN(name##_tensor)); \
+  m.impl(#name "_.Tensor", TORCH_FN(name##__tensor)); \
+  m.impl(#name ".out", TORCH_FN(name##_out));
+  REG3(add)
+  REG3(sub)
+  REG3(mul)
+  REG3(div)
+  REG3(eq)
+  REG3(ne)
+  REG3(lt)
+  REG3(le)
+  REG3(gt)
+  REG3(ge)
+  REG3(fmod)
+  REG3(remainder)
+  REG3(bitwise_and)
+  REG3(bitwise_or)
+  REG3(bitwise_xor)
+#undef REG3
+#define REG_SCALAR(name)                                   \
+  m.impl(#name ".Scalar", TORCH_FN(name##_scalar));        \
+  m.impl(#name "_.Scalar", TORCH_FN(name##__scalar));      \
+  m.impl(#name ".Scalar_out", TORCH_FN(name##_scalar_out));
+  REG_SCALAR(eq)
+  REG_SCALAR(ne)
+  REG_SCALAR(lt)
+  REG_SCALAR(le)
+  REG_SCALAR(gt)
+  REG_SCALAR(ge)
+  REG_SCALAR(fmod)
+  REG_SCALAR(remainder)
+#undef REG_SCALAR
+#define REG_PLAIN(name)                              \
+  m.impl(#name, TORCH_FN(name##_tensor));            \
+  m.impl(#name ".out", TORCH_FN(name##_out));
+  REG_PLAIN(maximum)
+  REG_PLAIN(minimum)
+  REG_PLAIN(atan2)
+  REG_PLAIN(logical_and)
+  REG_PLAIN(logical_or)
+  REG_PLAIN(logical_xor)
+#undef REG_PLAIN
+  m.impl("atan2_", TORCH_FN(atan2__tensor));
+  m.impl("logical_and_", TORCH_FN(logical_and__tensor));
+  m.impl("logical_or_", TORCH_FN(logical_or__tensor));
+  m.impl("logical_xor_", TORCH_FN(logical_xor__tensor));
+  m.impl("div.Tensor_mode", TORCH_FN(div_mode));
+  m.impl("div_.Tensor_mode", TORCH_FN(div__mode));
+  m.impl("div.out_mode", TORCH_FN(div_mode_out));
+  m.impl("pow.Tensor_Tensor", TORCH_FN(pow_tensor));
+  m.impl("pow_.Tensor", TORCH_FN(pow__tensor));
+  m.impl("pow.Tensor_Tensor_out", TORCH_FN(pow_out));
+  m.impl("pow.Tensor_Scalar", TORCH_FN(pow_scalar));
+  m.impl("pow_.Scalar", TORCH_FN(pow__scalar));
+  m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_scalar_out));
+  m.impl("pow.Scalar", TORCH_FN(pow_scalar_self));
+  m.impl("where.self", TORCH_FN(where_self));
+  m.impl("where.self_out", TORCH_FN(where_self_out));
+  m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill__scalar));
+  m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill__tensor));
+  m.impl("fill_.Scalar", TORCH_FN(fill__scalar));
+  m.impl("fill_.Tensor", TORCH_FN(fill__tensor));
+  m.impl("zero_", TORCH_FN(zero_));
+}
+
+}  // namespace tpu::ops

@@ -1,0 +1,23 @@
+// Helpers that register the functional, in-place and out= forms of an op
+// from one implementation, so a new op is one lowering plus one line.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
+
+#include "ops/bridge.h"
+
+namespace tpu::ops {
+
+// Result meta of an elementwise op: broadcast shape and dtypes.
+struct ElementwiseMeta {
+  std::vector<int64_t> sizes;
+  at::ScalarType compute;  // dtype the computation runs in
+  at::ScalarType result;   // dtype of the result
+};
+
+// The value written by an in-place op must fit self: same shape as the
+// broadcast result and a dtype self can hold (PyTorch's messages).
+void CheckInplace(const char* op, const at::Tensor& self, const ElementwiseMeta& m);
+
+}  // namespace tpu::ops

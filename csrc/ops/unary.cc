@@ -1,0 +1,367 @@
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/result_type.h>
+// Unary math and activations with their backward ops.
+#include <ATen/native/TypeProperties.h>
+#include <torch/library.h>
+
+#include <cmath>
+
+#include "ir/ops.h"
+#include "ops/bridge.h"
+#include "ops/registry.h"
+
+namespace tpu::ops {
+
+using at::Tensor;
+using ir::Builder;
+using ir::DType;
+using ir::Value;
+using VS = std::vector<Value>;
+using TT = std::vector<ir::TensorType>;
+
+namespace {
+
+Value C(Builder& b, double v, Value like) {
+  const ir::TensorType& t = b.type(like);
+  return ir::Full(b, ir::ConstantF(b, v, t.dtype), t.dims);
+}
+
+// ints[0] = compute dtype. The op runs in the compute dtype (float32 for
+// half types, as PyTorch's opmath) and is converted to the result dtype.
+using UnFn = Value (*)(Builder&, Value);
+template <UnFn F>
+VS LowerUnary(Builder& b, const VS& in, const lazy::Attrs& attrs, const TT& out) {
+  const auto ct = static_cast<DType>(attrs.ints[0]);
+  return {ir::Convert(b, F(b, ir::Convert(b, in[0], ct)), out[0].dtype)};
+}
+
+Value Neg(Builder& b, Value x) { return ir::Unary(b, "stablehlo.negate", x); }
+Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
+Value Exp(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential", x); }
+Value Expm1(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential_minus_one", x); }
+Value Log(Builder& b, Value x) { return ir::Unary(b, "stablehlo.log", x); }
+Value Log1p(Builder& b, Value x) { return ir::Unary(b, "stablehlo.log_plus_one", x); }
+Value Log2(Builder& b, Value x) {
+  return ir::Binary(b, "stablehlo.divide", Log(b, x), C(b, std::log(2.0), x));
+}
+Value Log10(Builder& b, Value x) {
+  return ir::Binary(b, "stablehlo.divide", Log(b, x), C(b, std::log(10.0), x));
+}
+Value Sqrt(Builder& b, Value x) { return ir::Unary(b, "stablehlo.sqrt", x); }
+Value Rsqrt(Builder& b, Value x) { return ir::Unary(b, "stablehlo.rsqrt", x); }
+Value Reciprocal(Builder& b, Value x) { return ir::Binary(b, "stablehlo.divide", C(b, 1, x), x); }
+Value Tanh(Builder& b, Value x) { return ir::Unary(b, "stablehlo.tanh", x); }
+Value Sigmoid(Builder& b, Value x) { return ir::Unary(b, "stablehlo.logistic", x); }
+Value Sin(Builder& b, Value x) { return ir::Unary(b, "stablehlo.sine", x); }
+Value Cos(Builder& b, Value x) { return ir::Unary(b, "stablehlo.cosine", x); }
+Value Floor(Builder& b, Value x) {
+  return ir::IsFloat(b.type(x).dtype) ? ir::Unary(b, "stablehlo.floor", x) : x;
+}
+Value Ceil(Builder& b, Value x) {
+  return ir::IsFloat(b.type(x).dtype) ? ir::Unary(b, "stablehlo.ceil", x) : x;
+}
+Value Round(Builder& b, Value x) {
+  return ir::IsFloat(b.type(x).dtype) ? ir::Unary(b, "stablehlo.round_nearest_even", x) : x;
+}
+Value Trunc(Builder& b, Value x) {
+  if (!ir::IsFloat(b.type(x).dtype)) return x;
+  return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT),
+                    ir::Unary(b, "stablehlo.ceil", x), ir::Unary(b, "stablehlo.floor", x));
+}
+Value Sign(Builder& b, Value x) {
+  if (b.type(x).dtype == DType::PRED) return x;
+  return ir::Unary(b, "stablehlo.sign", x);
+}
+Value Relu(Builder& b, Value x) {
+  if (b.type(x).dtype == DType::PRED) return x;
+  return ir::Binary(b, "stablehlo.maximum", x, C(b, 0, x));
+}
+Value Silu(Builder& b, Value x) { return ir::Binary(b, "stablehlo.multiply", x, Sigmoid(b, x)); }
+Value BitNot(Builder& b, Value x) { return ir::Unary(b, "stablehlo.not", x); }
+Value IsNan(Builder& b, Value x) { return ir::Compare(b, x, x, ir::Cmp::NE); }
+
+// erf(x) by XLA's rational approximation for f32 (max error ~1 ulp in
+// [-4, 4]; clamped outside, where erf is ±1 in f32).
+Value Erf(Builder& b, Value x) {
+  if (b.type(x).dtype == DType::F64) return b.Op1("chlo.erf", {x}, b.type(x));
+  static const double alpha[] = {0.00022905065861350646, 0.0034082910107109506,
+                                 0.050955695062380861, 0.18520832239976145, 1.128379143519084};
+  static const double beta[] = {-1.1791602954361697e-7, 2.3547966471313185e-05,
+                                0.0010179625278914885, 0.014070470171167667,
+                                0.11098505178285362, 0.49746925110067538, 1.0};
+  Value xc = ir::Binary(b, "stablehlo.maximum", ir::Binary(b, "stablehlo.minimum", x, C(b, 4, x)),
+                        C(b, -4, x));
+  Value x2 = ir::Binary(b, "stablehlo.multiply", xc, xc);
+  Value p = C(b, alpha[0], x);
+  for (int i = 1; i < 5; ++i)
+    p = ir::Binary(b, "stablehlo.add", ir::Binary(b, "stablehlo.multiply", p, x2),
+                   C(b, alpha[i], x));
+  Value q = C(b, beta[0], x);
+  for (int i = 1; i < 7; ++i)
+    q = ir::Binary(b, "stablehlo.add", ir::Binary(b, "stablehlo.multiply", q, x2),
+                   C(b, beta[i], x));
+  return ir::Binary(b, "stablehlo.divide", ir::Binary(b, "stablehlo.multiply", xc, p), q);
+}
+
+struct UnaryOp {
+  lazy::Lowering lowering;
+  bool to_float;  // integer inputs give a float result (exp, sqrt, ...)
+};
+
+#define TPU_UNARY(var, aten, fn, to_float) \
+  constexpr UnaryOp var{{aten, &LowerUnary<fn>}, to_float};
+TPU_UNARY(kNeg, "aten::neg", Neg, false)
+TPU_UNARY(kAbs, "aten::abs", Abs, false)
+TPU_UNARY(kExp, "aten::exp", Exp, true)
+TPU_UNARY(kExpm1, "aten::expm1", Expm1, true)
+TPU_UNARY(kLog, "aten::log", Log, true)
+TPU_UNARY(kLog1p, "aten::log1p", Log1p, true)
+TPU_UNARY(kLog2, "aten::log2", Log2, true)
+TPU_UNARY(kLog10, "aten::log10", Log10, true)
+TPU_UNARY(kSqrt, "aten::sqrt", Sqrt, true)
+TPU_UNARY(kRsqrt, "aten::rsqrt", Rsqrt, true)
+TPU_UNARY(kReciprocal, "aten::reciprocal", Reciprocal, true)
+TPU_UNARY(kTanh, "aten::tanh", Tanh, true)
+TPU_UNARY(kSigmoid, "aten::sigmoid", Sigmoid, true)
+TPU_UNARY(kSin, "aten::sin", Sin, true)
+TPU_UNARY(kCos, "aten::cos", Cos, true)
+TPU_UNARY(kErf, "aten::erf", Erf, true)
+TPU_UNARY(kFloor, "aten::floor", Floor, false)
+TPU_UNARY(kCeil, "aten::ceil", Ceil, false)
+TPU_UNARY(kRound, "aten::round", Round, false)
+TPU_UNARY(kTrunc, "aten::trunc", Trunc, false)
+TPU_UNARY(kSign, "aten::sign", Sign, false)
+TPU_UNARY(kRelu, "aten::relu", Relu, false)
+TPU_UNARY(kSilu, "aten::silu", Silu, false)
+TPU_UNARY(kBitNot, "aten::bitwise_not", BitNot, false)
+#undef TPU_UNARY
+
+at::ScalarType OpMath(at::ScalarType t) {
+  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
+}
+
+ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
+  CheckTpu(op.lowering.name, self, "self");
+  ElementwiseMeta m;
+  m.sizes = self.sizes().vec();
+  m.result = self.scalar_type();
+  if (op.to_float && at::isIntegralType(m.result, /*includeBool=*/true))
+    m.result = at::typeMetaToScalarType(at::get_default_dtype());
+  m.compute = OpMath(m.result);
+  return m;
+}
+
+lazy::Attrs Compute(const ElementwiseMeta& m) {
+  return lazy::Attrs{{static_cast<int64_t>(ToIr(m.compute))}, {}, {}};
+}
+
+Tensor Unary(const UnaryOp& op, const Tensor& self) {
+  ElementwiseMeta m = UnaryMeta(op, self);
+  return Run1(op.lowering, Compute(m), {OperandOf(self)}, TypeOf(m.sizes, m.result));
+}
+Tensor& UnaryInplace(const UnaryOp& op, Tensor& self) {
+  ElementwiseMeta m = UnaryMeta(op, self);
+  CheckInplace(op.lowering.name, self, m);
+  RunInto(op.lowering, Compute(m), {OperandOf(self)}, {TypeOf(m.sizes, m.result)}, {self});
+  return self;
+}
+Tensor& UnaryOut(const UnaryOp& op, const Tensor& self, Tensor& out) {
+  ElementwiseMeta m = UnaryMeta(op, self);
+  PrepareOut(op.lowering.name, out, m.sizes, m.result);
+  RunInto(op.lowering, Compute(m), {OperandOf(self)}, {TypeOf(m.sizes, m.result)}, {out});
+  return out;
+}
+
+#define TPU_UNARY_KERNELS(name, op)                                         \
+  Tensor name##_fn(const Tensor& s) { return Unary(op, s); }                \
+  Tensor& name##__fn(Tensor& s) { return UnaryInplace(op, s); }             \
+  Tensor& name##_out_fn(const Tensor& s, Tensor& o) { return UnaryOut(op, s, o); }
+TPU_UNARY_KERNELS(neg, kNeg)
+TPU_UNARY_KERNELS(abs, kAbs)
+TPU_UNARY_KERNELS(exp, kExp)
+TPU_UNARY_KERNELS(expm1, kExpm1)
+TPU_UNARY_KERNELS(log, kLog)
+TPU_UNARY_KERNELS(log1p, kLog1p)
+TPU_UNARY_KERNELS(log2, kLog2)
+TPU_UNARY_KERNELS(log10, kLog10)
+TPU_UNARY_KERNELS(sqrt, kSqrt)
+TPU_UNARY_KERNELS(rsqrt, kRsqrt)
+TPU_UNARY_KERNELS(reciprocal, kReciprocal)
+TPU_UNARY_KERNELS(tanh, kTanh)
+TPU_UNARY_KERNELS(sigmoid, kSigmoid)
+TPU_UNARY_KERNELS(sin, kSin)
+TPU_UNARY_KERNELS(cos, kCos)
+TPU_UNARY_KERNELS(erf, kErf)
+TPU_UNARY_KERNELS(floor, kFloor)
+TPU_UNARY_KERNELS(ceil, kCeil)
+TPU_UNARY_KERNELS(round, kRound)
+TPU_UNARY_KERNELS(trunc, kTrunc)
+TPU_UNARY_KERNELS(sign, kSign)
+TPU_UNARY_KERNELS(relu, kRelu)
+TPU_UNARY_KERNELS(silu, kSilu)
+TPU_UNARY_KERNELS(bitwise_not, kBitNot)
+#undef TPU_UNARY_KERNELS
+
+Tensor isnan_fn(const Tensor& s) {
+  constexpr lazy::Lowering kIsNan{"aten::isnan", &LowerUnary<IsNan>};
+  return Run1(kIsNan, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
+              TypeOf(s.sizes(), at::kBool));
+}
+
+// ---- backward ops: ins = (grad, saved[, ...]); computed in opmath ----
+
+using GradFn = Value (*)(Builder&, Value g, Value s, const lazy::Attrs&);
+template <GradFn F>
+VS LowerGrad(Builder& b, const VS& in, const lazy::Attrs& attrs, const TT& out) {
+  const auto ct = static_cast<DType>(attrs.ints[0]);
+  Value g = ir::BroadcastTo(b, ir::Convert(b, in[0], ct), out[0].dims);
+  Value s = ir::BroadcastTo(b, ir::Convert(b, in[1], ct), out[0].dims);
+  return {ir::Convert(b, F(b, g, s, attrs), out[0].dtype)};
+}
+
+// threshold_backward(grad, self, threshold): grad where self > threshold.
+Value ThresholdGrad(Builder& b, Value g, Value s, const lazy::Attrs& a) {
+  Value th = C(b, a.floats[0], s);
+  return ir::Select(b, ir::Compare(b, s, th, ir::Cmp::LE), C(b, 0, g), g);
+}
+Value TanhGrad(Builder& b, Value g, Value y, const lazy::Attrs&) {
+  Value one_minus = ir::Binary(b, "stablehlo.subtract", C(b, 1, y),
+                               ir::Binary(b, "stablehlo.multiply", y, y));
+  return ir::Binary(b, "stablehlo.multiply", g, one_minus);
+}
+Value SigmoidGrad(Builder& b, Value g, Value y, const lazy::Attrs&) {
+  Value d = ir::Binary(b, "stablehlo.multiply", y, ir::Binary(b, "stablehlo.subtract", C(b, 1, y), y));
+  return ir::Binary(b, "stablehlo.multiply", g, d);
+}
+Value SiluGrad(Builder& b, Value g, Value x, const lazy::Attrs&) {
+  Value s = Sigmoid(b, x);
+  Value d = ir::Binary(b, "stablehlo.multiply", s,
+                       ir::Binary(b, "stablehlo.add", C(b, 1, x),
+                                  ir::Binary(b, "stablehlo.multiply", x,
+                                             ir::Binary(b, "stablehlo.subtract", C(b, 1, x), s))));
+  return ir::Binary(b, "stablehlo.multiply", g, d);
+}
+
+// gelu, exact (erf) or tanh approximation; ints[1] = 1 for tanh.
+Value GeluExact(Builder& b, Value x) {
+  Value cdf = ir::Binary(b, "stablehlo.multiply", C(b, 0.5, x),
+                         ir::Binary(b, "stablehlo.add", C(b, 1, x),
+                                    Erf(b, ir::Binary(b, "stablehlo.multiply", x,
+                                                      C(b, M_SQRT1_2, x)))));
+  return ir::Binary(b, "stablehlo.multiply", x, cdf);
+}
+Value GeluTanhInner(Builder& b, Value x) {  // sqrt(2/pi) * (x + 0.044715 x^3)
+  Value x3 = ir::Binary(b, "stablehlo.multiply", x, ir::Binary(b, "stablehlo.multiply", x, x));
+  Value inner = ir::Binary(b, "stablehlo.add", x,
+                           ir::Binary(b, "stablehlo.multiply", C(b, 0.044715, x), x3));
+  return ir::Binary(b, "stablehlo.multiply", C(b, M_2_SQRTPI * M_SQRT1_2, x), inner);
+}
+VS LowerGelu(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  Value x = ir::Convert(b, in[0], static_cast<DType>(a.ints[0]));
+  Value y;
+  if (a.ints[1]) {
+    Value t = Tanh(b, GeluTanhInner(b, x));
+    y = ir::Binary(b, "stablehlo.multiply", ir::Binary(b, "stablehlo.multiply", C(b, 0.5, x), x),
+                   ir::Binary(b, "stablehlo.add", C(b, 1, x), t));
+  } else {
+    y = GeluExact(b, x);
+  }
+  return {ir::Convert(b, y, out[0].dtype)};
+}
+Value GeluGrad(Builder& b, Value g, Value x, const lazy::Attrs& a) {
+  if (a.ints[1]) {
+    Value inner = GeluTanhInner(b, x);
+    Value t = Tanh(b, inner);
+    Value x2 = ir::Binary(b, "stablehlo.multiply", x, x);
+    Value dinner = ir::Binary(b, "stablehlo.multiply", C(b, M_2_SQRTPI * M_SQRT1_2, x),
+                              ir::Binary(b, "stablehlo.add", C(b, 1, x),
+                                         ir::Binary(b, "stablehlo.multiply",
+                                                    C(b, 3 * 0.044715, x), x2)));
+    Value sech2 = ir::Binary(b, "stablehlo.subtract", C(b, 1, x),
+                             ir::Binary(b, "stablehlo.multiply", t, t));
+    Value left = ir::Binary(b, "stablehlo.multiply", C(b, 0.5, x),
+                            ir::Binary(b, "stablehlo.add", C(b, 1, x), t));
+    Value right = ir::Binary(b, "stablehlo.multiply",
+                             ir::Binary(b, "stablehlo.multiply", C(b, 0.5, x), x),
+                             ir::Binary(b, "stablehlo.multiply", sech2, dinner));
+    return ir::Binary(b, "stablehlo.multiply", g, ir::Binary(b, "stablehlo.add", left, right));
+  }
+  Value cdf = ir::Binary(b, "stablehlo.multiply", C(b, 0.5, x),
+                         ir::Binary(b, "stablehlo.add", C(b, 1, x),
+                                    Erf(b, ir::Binary(b, "stablehlo.multiply", x,
+                                                      C(b, M_SQRT1_2, x)))));
+  Value pdf = ir::Binary(b, "stablehlo.multiply", C(b, 0.5 * M_2_SQRTPI * M_SQRT1_2, x),
+                         Exp(b, ir::Binary(b, "stablehlo.multiply", C(b, -0.5, x),
+                                           ir::Binary(b, "stablehlo.multiply", x, x))));
+  Value d = ir::Binary(b, "stablehlo.add", cdf, ir::Binary(b, "stablehlo.multiply", x, pdf));
+  return ir::Binary(b, "stablehlo.multiply", g, d);
+}
+
+constexpr lazy::Lowering kThresholdGrad{"aten::threshold_backward", &LowerGrad<ThresholdGrad>};
+constexpr lazy::Lowering kTanhGrad{"aten::tanh_backward", &LowerGrad<TanhGrad>};
+constexpr lazy::Lowering kSigmoidGrad{"aten::sigmoid_backward", &LowerGrad<SigmoidGrad>};
+constexpr lazy::Lowering kSiluGrad{"aten::silu_backward", &LowerGrad<SiluGrad>};
+constexpr lazy::Lowering kGeluGrad{"aten::gelu_backward", &LowerGrad<GeluGrad>};
+constexpr lazy::Lowering kGelu{"aten::gelu", &LowerGelu};
+
+Tensor Grad(const lazy::Lowering& op, const Tensor& g, const Tensor& s, lazy::Attrs attrs) {
+  CheckTpu(op.name, g, "grad_output");
+  CheckTpu(op.name, s, "self");
+  const auto rt = at::result_type(g, s);
+  attrs.ints.insert(attrs.ints.begin(), static_cast<int64_t>(ToIr(OpMath(rt))));
+  auto sizes = at::infer_size(g.sizes(), s.sizes());
+  return Run1(op, attrs, {OperandOf(g), OperandOf(s)}, TypeOf(sizes, rt));
+}
+
+Tensor threshold_backward(const Tensor& g, const Tensor& s, const c10::Scalar& th) {
+  return Grad(kThresholdGrad, g, s, {{}, {th.toDouble()}, {}});
+}
+Tensor tanh_backward(const Tensor& g, const Tensor& y) { return Grad(kTanhGrad, g, y, {}); }
+Tensor sigmoid_backward(const Tensor& g, const Tensor& y) { return Grad(kSigmoidGrad, g, y, {}); }
+Tensor silu_backward(const Tensor& g, const Tensor& x) { return Grad(kSiluGrad, g, x, {}); }
+
+int64_t GeluMode(c10::string_view approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh",
+              "approximate argument must be either none or tanh.");
+  return approximate == "tanh" ? 1 : 0;
+}
+Tensor gelu(const Tensor& x, c10::string_view approximate) {
+  CheckTpu("gelu", x, "self");
+  const auto rt = x.scalar_type();
+  return Run1(kGelu, {{static_cast<int64_t>(ToIr(OpMath(rt))), GeluMode(approximate)}, {}, {}},
+              {OperandOf(x)}, TypeOf(x.sizes(), rt));
+}
+Tensor& gelu_(Tensor& x, c10::string_view approximate) {
+  const auto rt = x.scalar_type();
+  RunInto(kGelu, {{static_cast<int64_t>(ToIr(OpMath(rt))), GeluMode(approximate)}, {}, {}},
+          {OperandOf(x)}, {TypeOf(x.sizes(), rt)}, {x});
+  return x;
+}
+Tensor gelu_backward(const Tensor& g, const Tensor& x, c10::string_view approximate) {
+  return Grad(kGeluGrad, g, x, {{GeluMode(approximate)}, {}, {}});
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define REG(name)                               \
+  m.impl(#name, TORCH_FN(name##_fn));           \
+  m.impl(#name "_", TORCH_FN(name##__fn));      \
+  m.impl(#name ".out", TORCH_FN(name##_out_fn));
+  REG(neg) REG(abs) REG(exp) REG(expm1) REG(log) REG(log1p) REG(log2) REG(log10)
+  REG(sqrt) REG(rsqrt) REG(reciprocal) REG(tanh) REG(sigmoid) REG(sin) REG(cos) REG(erf)
+  REG(floor) REG(ceil) REG(round) REG(trunc) REG(sign) REG(silu) REG(bitwise_not)
+#undef REG
+  m.impl("relu", TORCH_FN(relu_fn));
+  m.impl("relu_", TORCH_FN(relu__fn));
+  m.impl("isnan", TORCH_FN(isnan_fn));
+  m.impl("threshold_backward", TORCH_FN(threshold_backward));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward));
+  m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));
+  m.impl("silu_backward", TORCH_FN(silu_backward));
+  m.impl("gelu", TORCH_FN(gelu));
+  m.impl("gelu_", TORCH_FN(gelu_));
+  m.impl("gelu_backward", TORCH_FN(gelu_backward));
+}
+
+}  // namespace tpu::ops

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh machine, then runs the demo or the tests.
+#   ./run.sh demo    train a small model on the tpu device
+#   ./run.sh test    C++ unit tests (CTest) and Python tests (pytest)
+#   ./run.sh build   set up and build only
+# Extra arguments after `test` go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+VENV=${TORCH_TPU_VENV:-$ROOT/.venv}
+BUILD=$ROOT/build/cmake
+export CCACHE_DIR=${CCACHE_DIR:-$ROOT/build/ccache}
+
+setup() {
+  # Build tools from Debian where missing (GoogleTest for the C++ tests, ccache).
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if [ ! -e /usr/lib/x86_64-linux-gnu/libgtest.a ] && [ ! -e /usr/lib/aarch64-linux-gnu/libgtest.a ] \
+       || ! command -v ccache >/dev/null; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -q libgtest-dev ccache >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null && apt-get install -y -q libgtest-dev ccache >/dev/null; }
+    fi
+  fi
+  if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  # The extension builds against the installed torch (no build isolation).
+  TORCH_TPU_BUILD_TESTS=ON "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation --no-deps -e .
+}
+
+case "${1:-}" in
+  build)
+    setup
+    ;;
+  demo)
+    setup
+    shift
+    exec "$VENV/bin/python" -m torch_tpu.demo "$@"
+    ;;
+  test)
+    setup
+    shift
+    cmake --build "$BUILD" -j "$(nproc)"
+    (cd "$BUILD" && ctest --output-on-failure)
+    exec "$VENV/bin/python" -m pytest -q tests "$@"
+    ;;
+  *)
+    echo "usage: $0 demo|test|build" >&2
+    exit 2
+    ;;
+esac

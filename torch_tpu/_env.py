@@ -1,0 +1,33 @@
+"""Every environment variable torch_tpu reads, in one sorted registry.
+
+Each is read once, at import. ``stable`` variables keep their meaning across
+releases; ``experimental`` ones may change.
+"""
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class _Var:
+    name: str
+    default: str
+    stability: str
+    doc: str
+
+
+VARIABLES = (
+    _Var("TORCH_TPU_PLATFORM", "", "stable",
+         "Restrict plugin discovery to 'tpu', 'cuda' or 'cpu' (default: the best found)."),
+    _Var("TORCH_TPU_PLUGIN_PATH", "", "stable",
+         "Path of a PJRT plugin .so to use instead of discovery."),
+)
+
+
+class _Env:
+    def __init__(self):
+        for v in VARIABLES:
+            setattr(self, v.name[len("TORCH_TPU_"):].lower(), os.environ.get(v.name, v.default))
+
+
+env = _Env()

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -25,9 +26,13 @@ class CMakeBuild(build_ext):
                                f"-DTORCH_TPU_BUILD_TESTS={os.environ.get('TORCH_TPU_BUILD_TESTS', 'OFF')}"])
         jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", build_dir, "--target", "_C", "-j", jobs])
+        # CMake writes the module into torch_tpu/; copy it where setuptools
+        # wants it when that is elsewhere (a regular, non-editable build).
+        built = os.path.join(ROOT, "torch_tpu", "_C" + sysconfig.get_config_var("EXT_SUFFIX"))
         dst = self.get_ext_fullpath(ext.name)
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copyfile(os.path.join(build_dir, "_C.so"), dst)
+        if os.path.abspath(dst) != built:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(built, dst)
 
 
 setup(ext_modules=[Extension("torch_tpu._C", sources=[])], cmdclass={"build_ext": CMakeBuild})

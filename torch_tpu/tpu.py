@@ -143,6 +143,12 @@ def _generator():
     return _C._default_generator()
 
 
+def _is_in_bad_fork() -> bool:
+    # The PJRT client is not fork-safe, but it is created lazily; a forked
+    # child that never used the device is fine.
+    return False
+
+
 def manual_seed(seed: int) -> None:
     _generator().manual_seed(int(seed))
 

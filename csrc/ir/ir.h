@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <utility>
@@ -92,7 +93,9 @@ class Builder {
   Value NewValue(const TensorType& t);
   void PrintOp(std::string& out, const OpRec& op, int indent) const;
 
-  std::vector<TensorType> types_;       // by value id
+  // By value id. A deque, so references from type() stay valid while more
+  // values are added.
+  std::deque<TensorType> types_;
   std::vector<std::string> names_;      // printed name by value id ("%3", "%4#1")
   std::vector<Value> params_;
   std::vector<std::vector<Attr>> param_attrs_;

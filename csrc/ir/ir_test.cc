@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -68,7 +69,7 @@ class IrRun : public ::testing::Test {
   static void SetUpTestSuite() {
     const char* path = std::getenv("TORCH_TPU_TEST_PLUGIN");
     ASSERT_NE(path, nullptr) << "set TORCH_TPU_TEST_PLUGIN to the CPU plugin .so";
-    client_ = pjrt::Client::Create(path).release();
+    client_ = pjrt::Client::Create(path);
   }
   std::vector<float> RunF32(const std::string& text, const std::vector<std::vector<float>>& args,
                             const std::vector<std::vector<int64_t>>& dims, size_t out_n,
@@ -85,9 +86,9 @@ class IrRun : public ::testing::Test {
     outs[out_index]->ToHost(out.data(), out_n * sizeof(float));
     return out;
   }
-  static pjrt::Client* client_;
+  static std::shared_ptr<pjrt::Client> client_;
 };
-pjrt::Client* IrRun::client_ = nullptr;
+std::shared_ptr<pjrt::Client> IrRun::client_;
 
 TEST_F(IrRun, BroadcastTransposeSlice) {
   Builder b;

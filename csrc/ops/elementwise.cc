@@ -301,6 +301,126 @@ Tensor pow_scalar_self(const c10::Scalar& a, const Tensor& b) {
   return Binary(kPow, ScalarTensor(a), b);
 }
 
+// ---- ternary: lerp, addcmul, addcdiv ----
+// ins = (a, b, c[, scalar]); ints = (compute dtype).
+
+using TerFn = Value (*)(Builder&, Value, Value, Value, Value);
+template <TerFn F>
+VS LowerTernary(Builder& b, const VS& in, const lazy::Attrs& attrs, const TT& out) {
+  const auto ct = static_cast<DType>(attrs.ints[0]);
+  auto arg = [&](size_t i) { return ir::BroadcastTo(b, ir::Convert(b, in[i], ct), out[0].dims); };
+  Value s = in.size() > 3 ? arg(3) : Value{};
+  return {ir::Convert(b, F(b, arg(0), arg(1), arg(2), s), out[0].dtype)};
+}
+
+// PyTorch's lerp: exact at weight 0 and 1 by switching the formula at 0.5.
+Value Lerp(Builder& b, Value a, Value e, Value w, Value) {
+  const ir::TensorType& t = b.type(a);
+  Value diff = ir::Binary(b, "stablehlo.subtract", e, a);
+  Value half = ir::Full(b, ir::ConstantF(b, 0.5, t.dtype), t.dims);
+  Value one = ir::Full(b, ir::ConstantF(b, 1.0, t.dtype), t.dims);
+  Value low = ir::Binary(b, "stablehlo.add", a, ir::Binary(b, "stablehlo.multiply", w, diff));
+  Value high = ir::Binary(b, "stablehlo.subtract", e,
+                          ir::Binary(b, "stablehlo.multiply", diff,
+                                     ir::Binary(b, "stablehlo.subtract", one, w)));
+  return ir::Select(b, ir::Compare(b, ir::Unary(b, "stablehlo.abs", w), half, ir::Cmp::LT), low,
+                    high);
+}
+Value Addcmul(Builder& b, Value a, Value x, Value y, Value s) {
+  Value p = ir::Binary(b, "stablehlo.multiply", x, y);
+  if (s.valid()) p = ir::Binary(b, "stablehlo.multiply", s, p);
+  return ir::Binary(b, "stablehlo.add", a, p);
+}
+Value Addcdiv(Builder& b, Value a, Value x, Value y, Value s) {
+  Value q = ir::Binary(b, "stablehlo.divide", x, y);
+  if (s.valid()) q = ir::Binary(b, "stablehlo.multiply", s, q);
+  return ir::Binary(b, "stablehlo.add", a, q);
+}
+constexpr lazy::Lowering kLerp{"aten::lerp", &LowerTernary<Lerp>};
+constexpr lazy::Lowering kAddcmul{"aten::addcmul", &LowerTernary<Addcmul>};
+constexpr lazy::Lowering kAddcdiv{"aten::addcdiv", &LowerTernary<Addcdiv>};
+
+ElementwiseMeta TernaryMeta(const char* name, const Tensor& a, const Tensor& b, const Tensor& c) {
+  CheckTpu(name, a, "self");
+  CheckTpu(name, b, "tensor1");
+  CheckTpu(name, c, "tensor2");
+  ElementwiseMeta m;
+  m.sizes = at::infer_size(a.sizes(), at::infer_size(b.sizes(), c.sizes()));
+  at::native::ResultTypeState st{};
+  for (const Tensor* t : {&a, &b, &c}) st = at::native::update_result_type_state(*t, st);
+  m.result = at::native::result_type(st);
+  m.compute = OpMath(m.result);
+  return m;
+}
+
+// Runs a ternary op as functional (dst == nullptr), in-place or out=.
+Tensor Ternary(const lazy::Lowering& op, const Tensor& a, const Tensor& b, const Tensor& c,
+               const c10::Scalar* s, const Tensor* dst, bool inplace) {
+  ElementwiseMeta m = TernaryMeta(op.name, a, b, c);
+  std::vector<lazy::Operand> in{OperandOf(a), OperandOf(b), OperandOf(c)};
+  if (s && !(s->toComplexDouble() == c10::complex<double>(1, 0)))
+    in.push_back(ScalarOperand(*s, m.compute));
+  const lazy::Attrs attrs{{static_cast<int64_t>(ToIr(m.compute))}, {}, {}};
+  if (!dst) return Run1(op, attrs, in, TypeOf(m.sizes, m.result));
+  if (inplace) {
+    CheckInplace(op.name, *dst, m);
+  } else {
+    PrepareOut(op.name, *dst, m.sizes, m.result);
+  }
+  RunInto(op, attrs, in, {TypeOf(m.sizes, m.result)}, {*dst});
+  return *dst;
+}
+
+void CheckLerp(const Tensor& self, const Tensor& end) {
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
+}
+Tensor lerp_scalar(const Tensor& a, const Tensor& e, const c10::Scalar& w) {
+  CheckLerp(a, e);
+  return Ternary(kLerp, a, e, ScalarTensor(w), nullptr, nullptr, false);
+}
+Tensor& lerp__scalar(Tensor& a, const Tensor& e, const c10::Scalar& w) {
+  CheckLerp(a, e);
+  Ternary(kLerp, a, e, ScalarTensor(w), nullptr, &a, true);
+  return a;
+}
+Tensor& lerp_scalar_out(const Tensor& a, const Tensor& e, const c10::Scalar& w, Tensor& o) {
+  CheckLerp(a, e);
+  Ternary(kLerp, a, e, ScalarTensor(w), nullptr, &o, false);
+  return o;
+}
+Tensor lerp_tensor(const Tensor& a, const Tensor& e, const Tensor& w) {
+  CheckLerp(a, e);
+  return Ternary(kLerp, a, e, w, nullptr, nullptr, false);
+}
+Tensor& lerp__tensor(Tensor& a, const Tensor& e, const Tensor& w) {
+  CheckLerp(a, e);
+  Ternary(kLerp, a, e, w, nullptr, &a, true);
+  return a;
+}
+Tensor& lerp_tensor_out(const Tensor& a, const Tensor& e, const Tensor& w, Tensor& o) {
+  CheckLerp(a, e);
+  Ternary(kLerp, a, e, w, nullptr, &o, false);
+  return o;
+}
+
+#define TPU_ADDC_KERNELS(name, op)                                                        \
+  Tensor name(const Tensor& a, const Tensor& x, const Tensor& y, const c10::Scalar& v) {  \
+    return Ternary(op, a, x, y, &v, nullptr, false);                                      \
+  }                                                                                       \
+  Tensor& name##_(Tensor& a, const Tensor& x, const Tensor& y, const c10::Scalar& v) {    \
+    Ternary(op, a, x, y, &v, &a, true);                                                   \
+    return a;                                                                             \
+  }                                                                                       \
+  Tensor& name##_out(const Tensor& a, const Tensor& x, const Tensor& y,                   \
+                     const c10::Scalar& v, Tensor& o) {                                   \
+    Ternary(op, a, x, y, &v, &o, false);                                                  \
+    return o;                                                                             \
+  }
+TPU_ADDC_KERNELS(addcmul, kAddcmul)
+TPU_ADDC_KERNELS(addcdiv, kAddcdiv)
+#undef TPU_ADDC_KERNELS
+
 // ---- where(cond, a, b) ----
 
 VS LowerWhere(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
@@ -438,6 +558,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow_.Scalar", TORCH_FN(pow__scalar));
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_scalar_out));
   m.impl("pow.Scalar", TORCH_FN(pow_scalar_self));
+  m.impl("lerp.Scalar", TORCH_FN(lerp_scalar));
+  m.impl("lerp_.Scalar", TORCH_FN(lerp__scalar));
+  m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));
+  m.impl("lerp.Tensor", TORCH_FN(lerp_tensor));
+  m.impl("lerp_.Tensor", TORCH_FN(lerp__tensor));
+  m.impl("lerp.Tensor_out", TORCH_FN(lerp_tensor_out));
+  m.impl("addcmul", TORCH_FN(addcmul));
+  m.impl("addcmul_", TORCH_FN(addcmul_));
+  m.impl("addcmul.out", TORCH_FN(addcmul_out));
+  m.impl("addcdiv", TORCH_FN(addcdiv));
+  m.impl("addcdiv_", TORCH_FN(addcdiv_));
+  m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
   m.impl("where.self", TORCH_FN(where_self));
   m.impl("where.self_out", TORCH_FN(where_self_out));
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill__scalar));

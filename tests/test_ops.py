@@ -1,0 +1,1045 @@
+"""Operators on tpu compared against the same operators on CPU."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+# ---------------------------------------------------------------- helpers --
+
+def to_tpu(x):
+    if isinstance(x, torch.Tensor):
+        return x.to(TPU)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_tpu(v) for v in x)
+    if isinstance(x, dict):
+        return {k: to_tpu(v) for k, v in x.items()}
+    return x
+
+
+def to_cpu(x):
+    if isinstance(x, torch.Tensor):
+        assert x.device.type == "tpu", f"result on {x.device}, expected tpu"
+        return x.cpu()
+    if isinstance(x, (list, tuple)):
+        return tuple(to_cpu(v) for v in x)
+    return x
+
+
+def _plain(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_plain(v) for v in x)
+    return x
+
+
+def compare(fn, *args, rtol=None, atol=None, **kwargs):
+    """Runs fn on CPU args and on tpu copies; asserts equal values and dtypes."""
+    expected = fn(*args, **kwargs)
+    actual = fn(*to_tpu(args), **to_tpu(kwargs))
+    assert_close(to_cpu(actual), _plain(expected), rtol=rtol, atol=atol, equal_nan=True)
+    return actual
+
+
+def rand_int(shape, dtype=torch.int64, lo=-20, hi=20):
+    return torch.randint(lo, hi, shape, dtype=dtype)
+
+
+def nonzero_int(shape, dtype=torch.int64, lo=-20, hi=20):
+    x = rand_int(shape, dtype, lo, hi)
+    return torch.where(x == 0, torch.ones_like(x), x)
+
+
+def nonzero_float(shape, dtype=torch.float32):
+    x = torch.randn(shape, dtype=dtype)
+    return torch.where(x.abs() < 0.1, torch.full_like(x, 0.5), x)
+
+
+# --------------------------------------------------------------- binary ops --
+
+FLOAT_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INT_DTYPES = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+def make(shape, dtype):
+    if dtype == torch.bool:
+        return torch.rand(shape) < 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape).to(dtype)
+    lo = 0 if dtype == torch.uint8 else -20
+    return rand_int(shape, dtype, lo, 20)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES, ids=str)
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_add_sub_alpha(op, dtype):
+    f = getattr(torch, op)
+    a, b = make((4, 5), dtype), make((4, 5), dtype)
+    compare(f, a, b)
+    alpha = 3 if not dtype.is_floating_point else 0.75
+    compare(lambda x, y: f(x, y, alpha=alpha), a, b)
+    compare(lambda x: f(x, 2), a)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + [torch.bool], ids=str)
+def test_mul(dtype):
+    a, b = make((3, 7), dtype), make((3, 7), dtype)
+    compare(torch.mul, a, b)
+    compare(lambda x: x * 3, a)
+
+
+def test_add_bool():
+    a, b = make((10,), torch.bool), make((10,), torch.bool)
+    compare(torch.add, a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=str)
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+def test_div_float(mode, dtype):
+    a = (torch.randn(6, 5) * 10).to(dtype)
+    b = nonzero_float((6, 5), dtype)
+    compare(lambda x, y: torch.div(x, y, rounding_mode=mode), a, b)
+    compare(lambda x: torch.div(x, -2.5, rounding_mode=mode), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int16, torch.int8], ids=str)
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+def test_div_int(mode, dtype):
+    a = rand_int((6, 5), dtype, -50, 50)
+    b = nonzero_int((6, 5), dtype, -7, 7)
+    out = compare(lambda x, y: torch.div(x, y, rounding_mode=mode), a, b)
+    assert out.dtype == (torch.float32 if mode is None else dtype)
+    compare(lambda x: torch.div(x, 3, rounding_mode=mode), a)
+    compare(lambda x: torch.div(x, -3, rounding_mode=mode), a)
+
+
+def test_div_operators():
+    a, b = torch.randn(5, 4), nonzero_float((5, 4))
+    compare(lambda x, y: x / y, a, b)
+    compare(lambda x, y: x // y, a, b)
+    ai, bi = rand_int((5, 4)), nonzero_int((5, 4))
+    compare(lambda x, y: x / y, ai, bi)
+    compare(lambda x, y: x // y, ai, bi)
+    compare(lambda x: 1 / x, b)
+
+
+def test_pow():
+    base = torch.rand(4, 6) * 3 + 0.1
+    exp = torch.randn(4, 6)
+    compare(torch.pow, base, exp, rtol=1e-5, atol=1e-5)
+    compare(lambda x: x ** 2, torch.randn(4, 6))
+    compare(lambda x: x ** 3, torch.randn(4, 6))
+    compare(lambda x: x ** 0.5, base)
+    compare(lambda x: x ** -1, base)
+    compare(lambda x: 2.0 ** x, exp, rtol=1e-5, atol=1e-5)
+    bi = rand_int((10,), torch.int64, -5, 5)
+    ei = rand_int((10,), torch.int64, 0, 5)
+    compare(torch.pow, bi, ei)
+    compare(lambda x: x ** 3, bi)
+    compare(lambda x: 2 ** x, ei)
+    compare(lambda x: x ** 2.0, bi)  # int ** float -> float
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.int64,
+                                   torch.uint8], ids=str)
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_minimum(op, dtype):
+    a, b = make((5, 5), dtype), make((5, 5), dtype)
+    compare(getattr(torch, op), a, b)
+
+
+def test_maximum_nan_propagates():
+    a = torch.tensor([1.0, float("nan"), 3.0, float("nan")])
+    b = torch.tensor([float("nan"), 2.0, 1.0, float("nan")])
+    compare(torch.maximum, a, b)
+    compare(torch.minimum, a, b)
+
+
+@pytest.mark.parametrize("op", ["remainder", "fmod"])
+def test_remainder_fmod_float(op):
+    f = getattr(torch, op)
+    a = torch.randn(8, 8) * 10
+    b = nonzero_float((8, 8)) * 3
+    compare(f, a, b, rtol=1e-5, atol=1e-5)
+    compare(lambda x: f(x, 2.5), a, rtol=1e-5, atol=1e-5)
+    compare(lambda x: f(x, -2.5), a, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("op", ["remainder", "fmod"])
+def test_remainder_fmod_int(op, dtype):
+    f = getattr(torch, op)
+    a = rand_int((8, 8), dtype, -50, 50)
+    b = nonzero_int((8, 8), dtype, -9, 9)
+    compare(f, a, b)
+    compare(lambda x: f(x, 3), a)
+    compare(lambda x: f(x, -3), a)
+    compare(lambda x, y: x % y, a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float16, torch.bool],
+                         ids=str)
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_comparisons(op, dtype):
+    f = getattr(torch, op)
+    if dtype == torch.bool:
+        a, b = make((6, 6), dtype), make((6, 6), dtype)
+    else:
+        # Small integer values so equality actually happens.
+        a = rand_int((6, 6), torch.int64, -3, 3).to(dtype)
+        b = rand_int((6, 6), torch.int64, -3, 3).to(dtype)
+    out = compare(f, a, b)
+    assert out.dtype == torch.bool
+    if dtype != torch.bool:
+        compare(lambda x: f(x, 1), a)
+        compare(lambda x: f(x, 0.5), a)
+    compare(lambda x, y: f(x, y[0]), a, b)  # broadcast a row
+
+
+def test_comparison_operators():
+    a = rand_int((5, 5), torch.int64, -2, 2).float()
+    b = rand_int((5, 5), torch.int64, -2, 2).float()
+    compare(lambda x, y: (x == y, x != y, x < y, x <= y, x > y, x >= y), a, b)
+    compare(lambda x: (x == 1, x < 0, 0 < x), a)
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor"])
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.int32], ids=str)
+def test_logical(op, dtype):
+    f = getattr(torch, op)
+    a = (rand_int((4, 6), torch.int64, 0, 2)).to(dtype)
+    b = (rand_int((4, 6), torch.int64, 0, 2) * 3).to(dtype)
+    out = compare(f, a, b)
+    assert out.dtype == torch.bool
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int32,
+                                   torch.int64], ids=str)
+def test_bitwise(dtype):
+    a, b = make((5, 7), dtype), make((5, 7), dtype)
+    if dtype != torch.bool:
+        a = torch.randint(0 if dtype == torch.uint8 else -100, 100, (5, 7)).to(dtype)
+        b = torch.randint(0 if dtype == torch.uint8 else -100, 100, (5, 7)).to(dtype)
+    compare(torch.bitwise_and, a, b)
+    compare(torch.bitwise_or, a, b)
+    compare(torch.bitwise_xor, a, b)
+    compare(torch.bitwise_not, a)
+    compare(lambda x, y: (x & y, x | y, x ^ y, ~x), a, b)
+
+
+def test_bitwise_float_raises():
+    a = torch.randn(3, device=TPU)
+    with pytest.raises(RuntimeError):
+        torch.bitwise_and(a, a)
+
+
+def test_where():
+    c = torch.rand(4, 5) < 0.5
+    a, b = torch.randn(4, 5), torch.randn(4, 5)
+    compare(torch.where, c, a, b)
+    compare(torch.where, c, a, b[0])          # broadcast
+    compare(torch.where, c[:, :1], a, b)      # broadcast condition
+    compare(lambda cc, x: torch.where(cc, x, 0.0), c, a)
+    compare(lambda cc, x: torch.where(cc, 1.5, x), c, a)
+    ai = rand_int((4, 5))
+    compare(torch.where, c, ai, a)            # promotion int/float
+    compare(torch.where, c, a.half(), a)      # promotion half/float
+
+
+def test_masked_fill():
+    x = torch.randn(4, 6)
+    m = torch.rand(4, 6) < 0.3
+    compare(lambda t, mm: t.masked_fill(mm, -1e9), x, m)
+    compare(lambda t, mm: t.masked_fill(mm, float("-inf")), x, m)
+    compare(lambda t, mm: t.masked_fill(mm[:1], 2.5), x, m)  # broadcast mask
+    compare(lambda t, mm: t.masked_fill(mm, torch.tensor(7.0)), x, m)
+    xi = rand_int((4, 6))
+    compare(lambda t, mm: t.masked_fill(mm, 3), xi, m)
+
+    def inplace(t, mm):
+        t = t.clone()
+        t.masked_fill_(mm, 0.25)
+        return t
+    compare(inplace, x, m)
+
+
+# ------------------------------------------- broadcasting and promotion --
+
+def test_broadcasting():
+    compare(torch.add, torch.randn(4, 1, 3), torch.randn(5, 1))
+    compare(torch.mul, torch.randn(1, 6), torch.randn(7, 1))
+    compare(torch.sub, torch.randn(2, 3, 4), torch.randn(4))
+    compare(torch.add, torch.randn(()), torch.randn(3, 2))
+    compare(torch.maximum, torch.randn(3, 1, 2), torch.randn(1, 4, 1))
+
+
+def test_broadcast_shape_mismatch_raises():
+    a = torch.randn(3, 4, device=TPU)
+    b = torch.randn(5, device=TPU)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        torch.add(a, b)
+
+
+@pytest.mark.parametrize("a_dtype,b_dtype", [
+    (torch.int64, torch.float32),
+    (torch.int32, torch.float64),
+    (torch.float16, torch.float32),
+    (torch.bfloat16, torch.float16),
+    (torch.int8, torch.int64),
+    (torch.uint8, torch.int8),
+    (torch.bool, torch.int32),
+    (torch.bool, torch.float16),
+    (torch.int16, torch.bfloat16),
+], ids=str)
+def test_type_promotion_tensor_tensor(a_dtype, b_dtype):
+    a, b = make((3, 4), a_dtype), make((3, 4), b_dtype)
+    for f in (torch.add, torch.mul, torch.sub if torch.bool not in (a_dtype, b_dtype) else None):
+        if f is None:
+            continue
+        out = compare(f, a, b)
+        assert out.dtype == torch.result_type(a, b)
+
+
+def test_type_promotion_python_scalar():
+    xi = rand_int((3, 4), torch.int32)
+    xh = torch.randn(3, 4).half()
+    xb = torch.rand(3, 4) < 0.5
+    assert compare(lambda x: x + 2.5, xi).dtype == torch.float32
+    assert compare(lambda x: x * 3, xi).dtype == torch.int32
+    assert compare(lambda x: x + 2.5, xh).dtype == torch.float16
+    assert compare(lambda x: x + 1, xb).dtype == torch.int64
+    assert compare(lambda x: x * 1.5, xb).dtype == torch.float32
+    assert compare(lambda x: 10 - x, xi).dtype == torch.int32
+    assert compare(lambda x: x / 2, xi).dtype == torch.float32
+    assert compare(lambda x: x + True, xi).dtype == torch.int32
+
+
+def test_zero_dim_cpu_tensor_with_tpu_tensor():
+    x = torch.randn(3, 4)
+    xt = x.to(TPU)
+    s = torch.tensor(2.5)
+    for r, e in [(xt + s, x + s), (s + xt, s + x), (xt * s, x * s), (s - xt, s - x),
+                 (torch.maximum(xt, s), torch.maximum(x, s))]:
+        assert r.device.type == "tpu"
+        assert_close(r.cpu(), e)
+    # 0-d tensors do not promote a dimensioned tensor within the same category.
+    xh = x.half()
+    r = xh.to(TPU) + torch.tensor(2.5, dtype=torch.float64)
+    assert r.dtype == torch.float16
+    assert_close(r.cpu(), xh + torch.tensor(2.5, dtype=torch.float64))
+    xi = rand_int((3, 4), torch.int32)
+    r = xi.to(TPU) * torch.tensor(3)
+    assert r.dtype == torch.int32
+    assert torch.equal(r.cpu(), xi * torch.tensor(3))
+    # ...but do across categories.
+    r = xi.to(TPU) * torch.tensor(0.5, dtype=torch.float64)
+    assert r.dtype == torch.get_default_dtype()
+    assert_close(r.cpu(), xi * torch.tensor(0.5, dtype=torch.float64))
+
+
+def test_zero_dim_tpu_tensor_with_tpu_tensor():
+    x = torch.randn(5).half()
+    s = torch.tensor(3.0, dtype=torch.float64)
+    out = compare(torch.add, x, s)
+    assert out.dtype == torch.float16
+    compare(torch.mul, torch.randn(()), torch.randn(()))
+
+
+# ------------------------------------------------- in-place and out= --
+
+@pytest.mark.parametrize("method,arg", [
+    ("add_", 1.5), ("sub_", 2.0), ("mul_", -3.0), ("div_", 4.0), ("pow_", 2.0),
+    ("remainder_", 1.5), ("fmod_", 1.5),
+])
+def test_inplace_scalar(method, arg):
+    def fn(x):
+        y = x.clone()
+        r = getattr(y, method)(arg)
+        assert r is y
+        return y
+    compare(fn, torch.randn(4, 5), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["add_", "sub_", "mul_", "div_", "maximum", "minimum"])
+def test_inplace_tensor_broadcast(method):
+    def fn(x, o):
+        y = x.clone()
+        if method in ("maximum", "minimum"):
+            getattr(torch, method)(y, o, out=y)
+        else:
+            r = getattr(y, method)(o)
+            assert r is y
+        return y
+    compare(fn, torch.randn(4, 5), nonzero_float((5,)))
+
+
+def test_inplace_alpha_and_modes():
+    def fn(x, o):
+        a = x.clone().add_(o, alpha=-2)
+        b = x.clone().sub_(o, alpha=0.5)
+        c = x.clone().div_(o, rounding_mode="floor")
+        d = x.clone().div_(o, rounding_mode="trunc")
+        return a, b, c, d
+    compare(fn, torch.randn(3, 4) * 5, nonzero_float((3, 4)))
+
+
+def test_inplace_int_and_bool():
+    def fn(x, o):
+        a = x.clone().add_(o)
+        b = x.clone().mul_(3)
+        c = x.clone().bitwise_and_(o)
+        return a, b, c
+    compare(fn, rand_int((3, 4)), rand_int((3, 4)))
+
+
+def test_inplace_float_into_int_raises_like_cpu():
+    x = rand_int((3,))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x.clone().add_(1.5)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x.to(TPU).add_(1.5)
+    with pytest.raises(RuntimeError):
+        x.to(TPU).div_(2)
+
+
+def test_inplace_broadcast_output_shape_raises():
+    x = torch.randn(4, device=TPU)
+    with pytest.raises(RuntimeError):
+        x.add_(torch.randn(3, 4, device=TPU))
+
+
+def test_inplace_lower_precision_self():
+    def fn(x, o):
+        y = x.clone()
+        y.add_(o)  # float16 self, float32 other: result cast to float16
+        return y
+    out = compare(fn, torch.randn(6).half(), torch.randn(6))
+    assert out.dtype == torch.float16
+
+
+def test_inplace_unary():
+    def fn(x):
+        outs = []
+        for m in ("neg_", "abs_", "exp_", "tanh_", "sigmoid_", "relu_", "floor_", "sqrt_"):
+            y = x.clone().abs() if m == "sqrt_" else x.clone()
+            r = getattr(y, m)()
+            assert r is y
+            outs.append(y)
+        return outs
+    compare(fn, torch.randn(3, 5))
+
+
+def test_out_variants():
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+
+    def fn(x, y):
+        o1 = torch.empty_like(x)
+        torch.add(x, y, alpha=2, out=o1)
+        o2 = torch.empty(0, dtype=x.dtype, device=x.device)  # resized
+        torch.mul(x, y, out=o2)
+        o3 = torch.empty(3, 4, dtype=torch.float64, device=x.device)  # wider dtype
+        torch.sub(x, y, out=o3)
+        o4 = torch.empty(3, 4, dtype=torch.bool, device=x.device)
+        torch.lt(x, y, out=o4)
+        o5 = torch.empty_like(x)
+        torch.exp(x, out=o5)
+        o6 = torch.empty(0, device=x.device)
+        torch.div(x, y, rounding_mode="floor", out=o6)
+        o7 = torch.empty(0, device=x.device)
+        torch.where(x > 0, x, y, out=o7)
+        o8 = torch.empty(0, device=x.device)
+        torch.pow(x, 2, out=o8)
+        return o1, o2, o3, o4, o5, o6, o7, o8
+    compare(fn, a, b)
+
+
+def test_out_into_view():
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+
+    def fn(x, y):
+        base = torch.zeros(4, 6, dtype=x.dtype, device=x.device)
+        torch.add(x, y, out=base[:, 1:4])
+        torch.mul(x, y, out=base[:, ::2])
+        return base
+    compare(fn, a, b)
+
+
+def test_out_wrong_dtype_raises_like_cpu():
+    a = torch.randn(3)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.add(a, a, out=torch.empty(3, dtype=torch.int64))
+    at = a.to(TPU)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.add(at, at, out=torch.empty(3, dtype=torch.int64, device=TPU))
+
+
+# ---------------------------------------------------------------- unary --
+
+UNARY = {
+    "neg": (torch.neg, "any"),
+    "abs": (torch.abs, "any"),
+    "exp": (torch.exp, "any"),
+    "log": (torch.log, "pos"),
+    "sqrt": (torch.sqrt, "pos"),
+    "rsqrt": (torch.rsqrt, "pos"),
+    "tanh": (torch.tanh, "any"),
+    "sigmoid": (torch.sigmoid, "any"),
+    "relu": (torch.relu, "any"),
+    "gelu_none": (lambda x: F.gelu(x, approximate="none"), "any"),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), "any"),
+    "silu": (F.silu, "any"),
+    "sin": (torch.sin, "any"),
+    "cos": (torch.cos, "any"),
+    "erf": (torch.erf, "wide"),
+    "floor": (torch.floor, "wide"),
+    "ceil": (torch.ceil, "wide"),
+    "round": (torch.round, "wide"),
+    "trunc": (torch.trunc, "wide"),
+    "sign": (torch.sign, "any"),
+    "reciprocal": (torch.reciprocal, "nonzero"),
+    "expm1": (torch.expm1, "any"),
+    "log1p": (torch.log1p, "pos"),
+    "log2": (torch.log2, "pos"),
+    "log10": (torch.log10, "pos"),
+}
+
+
+def unary_input(kind, shape, dtype):
+    x = torch.randn(shape)
+    if kind == "pos":
+        x = x.abs() + 0.05
+    elif kind == "wide":
+        x = x * 4
+    elif kind == "nonzero":
+        x = torch.where(x.abs() < 0.1, torch.full_like(x, 0.7), x)
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=str)
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(name, dtype):
+    fn, kind = UNARY[name]
+    x = unary_input(kind, (7, 9), dtype)
+    if dtype == torch.float32:
+        compare(fn, x, rtol=1e-5, atol=1e-6)
+    else:
+        compare(fn, x)
+    # A non-contiguous input.
+    compare(fn, unary_input(kind, (9, 7), dtype).t(),
+            rtol=1e-5 if dtype == torch.float32 else None,
+            atol=1e-6 if dtype == torch.float32 else None)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "sin", "tanh", "sigmoid", "log", "erf",
+                                  "reciprocal", "rsqrt"])
+def test_unary_int_promotes_to_float(name):
+    fn, _ = UNARY[name]
+    x = torch.randint(1, 9, (10,))
+    out = compare(fn, x, rtol=1e-5, atol=1e-6)
+    assert out.dtype == torch.float32
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "sign", "floor", "ceil", "round", "trunc",
+                                  "relu"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.int8], ids=str)
+def test_unary_int_keeps_dtype(name, dtype):
+    fn, _ = UNARY[name]
+    x = rand_int((12,), dtype, -50, 50)
+    out = compare(fn, x)
+    assert out.dtype == dtype
+
+
+def test_round_half_to_even():
+    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 3.5, -3.5, 1e7 + 0.5])
+    compare(torch.round, x)
+
+
+def test_round_decimals():
+    x = torch.randn(20) * 100
+    compare(lambda t: torch.round(t, decimals=2), x)
+
+
+def test_unary_special_values():
+    x = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30, -1e30])
+    for name in ("neg", "abs", "exp", "tanh", "sigmoid", "relu", "sign", "floor", "ceil",
+                 "sin", "erf", "silu", "gelu_none"):
+        compare(UNARY[name][0], x)
+    for name in ("log", "sqrt", "rsqrt", "reciprocal"):
+        compare(UNARY[name][0], x.abs())
+
+
+def test_isnan():
+    x = torch.tensor([0.0, float("nan"), float("inf"), -1.0, float("nan")])
+    compare(torch.isnan, x)
+
+
+# ------------------------------------------------------------ reductions --
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int32, torch.int64, torch.bool, torch.uint8], ids=str)
+def test_sum(dtype):
+    x = make((4, 5, 6), dtype)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else {}
+    compare(torch.sum, x, **tol)
+    compare(lambda t: t.sum(0), x, **tol)
+    compare(lambda t: t.sum(-1), x, **tol)
+    compare(lambda t: t.sum((0, 2)), x, **tol)
+    compare(lambda t: t.sum(1, keepdim=True), x, **tol)
+    compare(lambda t: t.sum((0, 1, 2), keepdim=True), x, **tol)
+
+
+def test_sum_dtype_arg():
+    x = make((5, 6), torch.int32)
+    assert compare(lambda t: t.sum(dtype=torch.float64), x).dtype == torch.float64
+    assert compare(lambda t: t.sum(1, dtype=torch.int32), x).dtype == torch.int32
+    xh = torch.randn(5, 6).half()
+    assert compare(lambda t: t.sum(0, dtype=torch.float32), xh).dtype == torch.float32
+
+
+def test_sum_accumulates_half_in_float():
+    # 4096 ones in float16 sum exactly to 4096 when accumulated in float32.
+    x = torch.ones(4096, dtype=torch.float16)
+    compare(torch.sum, x)
+    x = torch.full((2048,), 0.1, dtype=torch.bfloat16)
+    compare(torch.sum, x)
+
+
+def test_sum_noncontiguous_and_empty():
+    x = torch.randn(6, 8)
+    compare(lambda t: t.t()[::2].sum(1), x, rtol=1e-5, atol=1e-5)
+    compare(lambda t: t.sum(0), torch.randn(0, 3))
+    compare(torch.sum, torch.randn(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16], ids=str)
+def test_mean(dtype):
+    x = torch.randn(4, 5, 6).to(dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else {}
+    compare(torch.mean, x, **tol)
+    compare(lambda t: t.mean(1), x, **tol)
+    compare(lambda t: t.mean((0, -1), keepdim=True), x, **tol)
+    compare(lambda t: t.mean(dtype=torch.float64), x)
+
+
+def test_mean_int_raises_like_cpu():
+    with pytest.raises(RuntimeError, match="mean"):
+        torch.arange(4).mean()
+    with pytest.raises(RuntimeError, match="mean"):
+        torch.arange(4, device=TPU).mean()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float16, torch.uint8],
+                         ids=str)
+def test_amax_amin(dtype):
+    x = make((4, 5, 6), dtype)
+    for f in (torch.amax, torch.amin):
+        compare(f, x)
+        compare(lambda t: f(t, 1), x)
+        compare(lambda t: f(t, (0, 2), keepdim=True), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bfloat16], ids=str)
+def test_max_min_all(dtype):
+    x = make((5, 7), dtype)
+    compare(torch.max, x)
+    compare(torch.min, x)
+    compare(lambda t: t.t().max(), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float16], ids=str)
+def test_max_min_dim_with_ties(dtype):
+    # Few distinct values: many ties, where CPU returns the first index.
+    x = torch.randint(0, 3, (6, 9)).to(dtype)
+    for f in (torch.max, torch.min):
+        for dim in (0, 1, -1):
+            compare(lambda t: f(t, dim), x)
+            compare(lambda t: f(t, dim, keepdim=True), x)
+    compare(lambda t: torch.max(t.t(), 1), x)
+
+
+def test_max_dim_nan():
+    x = torch.tensor([[1.0, float("nan"), 3.0], [2.0, 0.0, float("nan")]])
+    compare(lambda t: torch.max(t, 1), x)
+    compare(lambda t: torch.min(t, 1), x)
+    compare(torch.max, x)
+
+
+@pytest.mark.parametrize("f", ["argmax", "argmin"])
+def test_argmax_argmin(f):
+    fn = getattr(torch, f)
+    x = torch.randint(0, 4, (5, 8)).float()  # ties
+    compare(fn, x)
+    compare(lambda t: fn(t, 0), x)
+    compare(lambda t: fn(t, 1), x)
+    compare(lambda t: fn(t, 1, keepdim=True), x)
+    compare(lambda t: fn(t, keepdim=True), x)
+    compare(fn, torch.randn(17))
+    compare(fn, torch.randint(-5, 5, (4, 4)))
+
+
+def test_max_dim_out():
+    x = torch.randn(4, 6)
+
+    def fn(t):
+        v = torch.empty(0, device=t.device)
+        i = torch.empty(0, dtype=torch.long, device=t.device)
+        torch.max(t, 1, out=(v, i))
+        return v, i
+    compare(fn, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.int64, torch.uint8],
+                         ids=str)
+def test_any_all(dtype):
+    x = (torch.rand(5, 6) < 0.3).to(dtype) if dtype != torch.uint8 else \
+        (torch.rand(5, 6) < 0.3).to(torch.uint8) * 7
+    for f in (torch.any, torch.all):
+        compare(f, x)
+        compare(lambda t: f(t, 0), x)
+        compare(lambda t: f(t, 1, keepdim=True), x)
+    compare(torch.all, torch.ones(3, 3, dtype=dtype))
+    compare(torch.any, torch.zeros(3, 3, dtype=dtype))
+
+
+# ---------------------------------------------------------------- matmul --
+
+MM_TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("highest_matmul_precision")
+class TestMatmul:
+    def test_mm(self):
+        compare(torch.mm, torch.randn(8, 16), torch.randn(16, 12), **MM_TOL)
+        compare(torch.mm, torch.randn(16, 8).t(), torch.randn(12, 16).t(), **MM_TOL)
+        compare(torch.mm, torch.randn(1, 5), torch.randn(5, 1), **MM_TOL)
+        compare(lambda a, b: a @ b, torch.randn(3, 4), torch.randn(4, 2), **MM_TOL)
+
+    def test_mm_float64_and_ints(self):
+        compare(torch.mm, torch.randn(6, 7, dtype=torch.float64),
+                torch.randn(7, 5, dtype=torch.float64))
+        compare(torch.mm, rand_int((4, 5), torch.int64, -5, 5), rand_int((5, 3), torch.int64, -5, 5))
+
+    def test_mm_half(self):
+        compare(torch.mm, torch.randn(8, 16).half(), torch.randn(16, 4).half(),
+                rtol=1e-2, atol=1e-2)
+        compare(torch.mm, torch.randn(8, 16).bfloat16(), torch.randn(16, 4).bfloat16(),
+                rtol=2e-2, atol=2e-2)
+
+    def test_mm_out(self):
+        def fn(a, b):
+            o = torch.empty(0, device=a.device)
+            torch.mm(a, b, out=o)
+            return o
+        compare(fn, torch.randn(5, 6), torch.randn(6, 7), **MM_TOL)
+
+    @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1), (0, 3.0), (2, 0)])
+    def test_addmm(self, beta, alpha):
+        m1, m2 = torch.randn(6, 8), torch.randn(8, 5)
+        for bias in (torch.randn(6, 5), torch.randn(5), torch.randn(1, 5), torch.randn(6, 1)):
+            compare(lambda c, a, b: torch.addmm(c, a, b, beta=beta, alpha=alpha), bias, m1, m2,
+                    **MM_TOL)
+
+    def test_addmm_beta_zero_ignores_nan(self):
+        bias = torch.full((4, 3), float("nan"))
+        compare(lambda c, a, b: torch.addmm(c, a, b, beta=0), bias, torch.randn(4, 5),
+                torch.randn(5, 3), **MM_TOL)
+
+    def test_addmm_inplace_and_out(self):
+        def fn(c, a, b):
+            c1 = c.clone()
+            c1.addmm_(a, b, beta=0.5, alpha=-1)
+            o = torch.empty(0, device=a.device)
+            torch.addmm(c, a, b, out=o)
+            return c1, o
+        compare(fn, torch.randn(3, 4), torch.randn(3, 6), torch.randn(6, 4), **MM_TOL)
+
+    def test_bmm(self):
+        compare(torch.bmm, torch.randn(3, 4, 5), torch.randn(3, 5, 6), **MM_TOL)
+        compare(torch.bmm, torch.randn(3, 5, 4).transpose(1, 2), torch.randn(3, 5, 6), **MM_TOL)
+
+    @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, -1.5), (0, 2.0)])
+    def test_baddbmm(self, beta, alpha):
+        compare(lambda c, a, b: torch.baddbmm(c, a, b, beta=beta, alpha=alpha),
+                torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4), **MM_TOL)
+        compare(lambda c, a, b: torch.baddbmm(c, a, b, beta=beta, alpha=alpha),
+                torch.randn(3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4), **MM_TOL)
+
+    def test_baddbmm_inplace(self):
+        def fn(c, a, b):
+            c = c.clone()
+            c.baddbmm_(a, b, alpha=0.5)
+            return c
+        compare(fn, torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4), **MM_TOL)
+
+    @pytest.mark.parametrize("sa,sb", [
+        ((5,), (5,)),
+        ((3, 5), (5,)),
+        ((5,), (5, 4)),
+        ((2, 3, 5), (5, 4)),
+        ((2, 3, 5), (2, 5, 4)),
+        ((2, 1, 3, 5), (4, 5, 6)),
+        ((3, 5), (2, 5, 4)),
+        ((1, 3, 5), (2, 1, 5, 4)),
+    ], ids=str)
+    def test_matmul(self, sa, sb):
+        compare(torch.matmul, torch.randn(sa), torch.randn(sb), **MM_TOL)
+
+    def test_linear(self):
+        w, b = torch.randn(6, 8), torch.randn(6)
+        compare(F.linear, torch.randn(4, 8), w, b, **MM_TOL)
+        compare(F.linear, torch.randn(4, 8), w, **MM_TOL)
+        compare(F.linear, torch.randn(2, 3, 8), w, b, **MM_TOL)
+        compare(F.linear, torch.randn(8), w, b, **MM_TOL)
+
+    def test_linear_backward(self):
+        x, w, b = torch.randn(5, 8), torch.randn(3, 8), torch.randn(3)
+        check_grads(lambda xx, ww, bb: F.linear(xx, ww, bb), x, w, b, **MM_TOL)
+
+
+def test_default_precision_is_close():
+    # Default ("highest" is not set): still close to CPU at bf16-pass level.
+    prev = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        compare(torch.mm, torch.randn(16, 32), torch.randn(32, 8), rtol=1e-3, atol=1e-3)
+    finally:
+        torch.set_float32_matmul_precision(prev)
+
+
+def test_mm_shape_mismatch_raises():
+    a = torch.randn(3, 4, device=TPU)
+    b = torch.randn(5, 6, device=TPU)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        torch.mm(a, b)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        a @ b
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        F.linear(a, torch.randn(2, 5, device=TPU))
+
+
+def test_bmm_batch_mismatch_raises():
+    with pytest.raises(RuntimeError):
+        torch.bmm(torch.randn(2, 3, 4, device=TPU), torch.randn(3, 4, 5, device=TPU))
+
+
+# ------------------------------------------------ softmax and losses --
+
+def check_grads(fn, *inputs, rtol=None, atol=None, grad_out=None):
+    """fn on CPU and tpu with autograd; compares outputs and every input's grad."""
+    xs_c = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    xs_t = [x.detach().to(TPU).requires_grad_(x.is_floating_point()) for x in inputs]
+    out_c = fn(*xs_c)
+    out_t = fn(*xs_t)
+    assert out_t.device.type == "tpu"
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
+    g = torch.randn_like(out_c) if grad_out is None else grad_out
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for xc, xt in zip(xs_c, xs_t):
+        if xc.requires_grad:
+            assert xt.grad is not None
+            assert xt.grad.device.type == "tpu"
+            assert_close(xt.grad.cpu(), xc.grad, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax(log, dim):
+    f = F.log_softmax if log else F.softmax
+    x = torch.randn(3, 4, 5) * 3
+    compare(lambda t: f(t, dim=dim), x, rtol=1e-5, atol=1e-6)
+    check_grads(lambda t: f(t, dim=dim), x, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_extreme_values():
+    x = torch.tensor([[1000.0, 0.0, -1000.0], [float("-inf"), 0.0, 1.0]])
+    compare(lambda t: F.softmax(t, 1), x)
+    compare(lambda t: F.log_softmax(t, 1), x)
+
+
+def test_softmax_half_and_dtype():
+    x = torch.randn(4, 7)
+    compare(lambda t: F.softmax(t.half(), dim=1), x)
+    compare(lambda t: F.softmax(t.half(), dim=1, dtype=torch.float32), x, rtol=1e-3, atol=1e-3)
+    compare(lambda t: F.log_softmax(t.bfloat16(), dim=0), x)
+    compare(lambda t: torch.softmax(t, 0, dtype=torch.float64), x)
+
+
+def test_softmax_0d_and_1d():
+    compare(lambda t: F.softmax(t, 0), torch.randn(()))
+    compare(lambda t: F.log_softmax(t, 0), torch.randn(9), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("use_weight", [False, True])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_cross_entropy(reduction, use_weight, ignore_index):
+    n, c = 8, 5
+    logits = torch.randn(n, c) * 2
+    target = torch.randint(0, c, (n,))
+    target[0] = 2  # ignore_index=2 always ignores something
+    if ignore_index == -100:
+        target[1] = -100
+    weight = torch.rand(c) + 0.5 if use_weight else None
+
+    def fn(x):
+        w = None if weight is None else weight.to(x.device)
+        return F.cross_entropy(x, target.to(x.device), weight=w, reduction=reduction,
+                               ignore_index=ignore_index)
+    check_grads(fn, logits, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("use_weight", [False, True])
+def test_nll_loss(reduction, use_weight):
+    n, c = 6, 4
+    logp = F.log_softmax(torch.randn(n, c), 1)
+    target = torch.randint(0, c, (n,))
+    target[3] = 1
+    weight = torch.rand(c) + 0.5 if use_weight else None
+
+    def fn(x):
+        w = None if weight is None else weight.to(x.device)
+        return F.nll_loss(x, target.to(x.device), weight=w, reduction=reduction,
+                          ignore_index=1)
+    check_grads(fn, logp, rtol=1e-5, atol=1e-6)
+
+
+def test_nll_loss_no_batch_dim():
+    logp = F.log_softmax(torch.randn(5), 0)
+    target = torch.tensor(3)
+
+    def fn(x):
+        return F.nll_loss(x, target.to(x.device))
+    check_grads(fn, logp, rtol=1e-5, atol=1e-6)
+
+
+def test_nll_loss_all_ignored_mean_is_nan():
+    logp = F.log_softmax(torch.randn(3, 4), 1)
+    target = torch.full((3,), -100)
+    compare(lambda x, t: F.nll_loss(x, t), logp, target)
+
+
+@pytest.mark.parametrize("name", ["relu", "gelu_none", "gelu_tanh", "tanh", "sigmoid", "silu"])
+def test_activation_backward(name):
+    fn = UNARY[name][0]
+    x = torch.randn(6, 7) * 2
+    x[0, :3] = 0.0  # relu's kink: CPU's gradient at 0 is 0
+    check_grads(fn, x, rtol=1e-5, atol=1e-6)
+
+
+def test_activation_backward_half():
+    x = torch.randn(4, 8)
+    for name in ("relu", "gelu_none", "tanh", "sigmoid"):
+        check_grads(lambda t: UNARY[name][0](t.half()).float(), x, rtol=1e-2, atol=1e-2)
+
+
+def test_composite_autograd_graph():
+    a, b = torch.randn(4, 5), torch.randn(4, 5)
+
+    def fn(x, y):
+        z = (x * y).sigmoid() + torch.exp(-x.abs()) / (1 + y ** 2)
+        return torch.where(z > 0.7, z * 2, z - x).sum(1)
+    check_grads(fn, a, b, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------- training --
+
+def _mlp():
+    return nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def _train(model, opt, x, y, steps):
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return losses
+
+
+def _compare_models(model_c, model_t, rtol, atol):
+    for (name, pc), pt in zip(model_c.named_parameters(), model_t.parameters()):
+        assert pt.device.type == "tpu"
+        assert_close(pt.detach().cpu(), pc.detach(), rtol=rtol, atol=atol, msg=name)
+
+
+@pytest.mark.usefixtures("highest_matmul_precision")
+def test_mlp_forward_backward_sgd():
+    model_c = _mlp()
+    model_t = copy.deepcopy(model_c).to(TPU)
+    x, y = torch.randn(12, 10), torch.randint(0, 4, (12,))
+    xt, yt = x.to(TPU), y.to(TPU)
+    # Forward and gradients.
+    out_c, out_t = model_c(x), model_t(xt)
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=1e-5, atol=1e-5)
+    F.cross_entropy(out_c, y).backward()
+    F.cross_entropy(out_t, yt).backward()
+    for pc, pt in zip(model_c.parameters(), model_t.parameters()):
+        assert_close(pt.grad.cpu(), pc.grad, rtol=1e-5, atol=1e-5)
+    # Training steps.
+    opt_c = torch.optim.SGD(model_c.parameters(), lr=0.1, momentum=0.9)
+    opt_t = torch.optim.SGD(model_t.parameters(), lr=0.1, momentum=0.9)
+    lc = _train(model_c, opt_c, x, y, 3)
+    lt = _train(model_t, opt_t, xt, yt, 3)
+    assert_close(torch.stack(lt).cpu(), torch.stack(lc), rtol=1e-5, atol=1e-5)
+    _compare_models(model_c, model_t, rtol=1e-5, atol=1e-5)
+    assert lc[-1] < lc[0]
+
+
+@pytest.mark.usefixtures("highest_matmul_precision")
+def test_mlp_adamw_step():
+    model_c = _mlp()
+    model_t = copy.deepcopy(model_c).to(TPU)
+    x, y = torch.randn(12, 10), torch.randint(0, 4, (12,))
+    opt_c = torch.optim.AdamW(model_c.parameters(), lr=1e-2, weight_decay=0.1)
+    opt_t = torch.optim.AdamW(model_t.parameters(), lr=1e-2, weight_decay=0.1)
+    lc = _train(model_c, opt_c, x, y, 2)
+    lt = _train(model_t, opt_t, x.to(TPU), y.to(TPU), 2)
+    assert_close(torch.stack(lt).cpu(), torch.stack(lc), rtol=1e-5, atol=1e-5)
+    _compare_models(model_c, model_t, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------- errors --
+
+def test_cpu_non_scalar_with_tpu_raises():
+    a = torch.randn(3, 4, device=TPU)
+    b = torch.randn(3, 4)
+    with pytest.raises(RuntimeError, match="device"):
+        a + b
+    with pytest.raises(RuntimeError, match="device"):
+        b + a
+    with pytest.raises(RuntimeError, match="device"):
+        torch.mm(a, b.t())
+    with pytest.raises(RuntimeError, match="device"):
+        torch.where(a > 0, a, b)
+    # Still usable.
+    assert_close((a + 1).cpu(), a.cpu() + 1)
+
+
+@pytest.mark.parametrize("call,opname", [
+    (lambda x: torch.linalg.qr(x), "qr"),
+    (lambda x: torch.fft.fft(x), "fft"),
+    (lambda x: torch.cumsum(x, 0), "cumsum"),
+])
+def test_unsupported_op_raises_not_implemented(call, opname):
+    x = torch.randn(4, 4, device=TPU)
+    with pytest.raises(NotImplementedError) as info:
+        call(x)
+    msg = str(info.value)
+    assert "aten::" in msg
+    assert opname in msg
+    assert "tpu" in msg
+    # The process stays usable afterwards, and x is unharmed.
+    y = torch.randn(4, 4)
+    assert_close((x.cpu() * 2 + y), (x * 2 + y.to(TPU)).cpu())
+    torch.tpu.synchronize()

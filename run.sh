@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 ROOT=$(pwd)
 VENV=${TORCH_TPU_VENV:-$ROOT/.venv}
 BUILD=$ROOT/build/cmake
-export CCACHE_DIR=${CCACHE_DIR:-$ROOT/build/ccache}
+
 
 setup() {
   # Build tools from Debian where missing (GoogleTest for the C++ tests, ccache).

@@ -4,8 +4,15 @@ Every test gets fresh random inputs that are still reproducible: the global
 seed (CPU and tpu generators) is derived from the test's node id, so a failing
 test reruns with the same values, while different tests (and different
 parametrizations) see different data.
+
+Tests that check a fresh Python process (``@pytest.mark.subprocesses``) have
+their processes started as soon as collection finishes, so they run while the
+rest of the suite does; the ``subprocess_results`` fixture waits for them.
 """
 
+import os
+import subprocess
+import sys
 import zlib
 
 import pytest
@@ -41,3 +48,55 @@ def highest_matmul_precision():
 @pytest.fixture
 def tpu():
     return TPU
+
+
+# ----------------------------------------------------- background processes --
+
+_PROCS = pytest.StashKey[dict]()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "subprocesses(**runs): each run is (python code, extra env); the processes start "
+        "right after collection and the subprocess_results fixture returns their "
+        "CompletedProcess objects by name")
+
+
+def _start(code, env_extra):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def pytest_collection_finish(session):
+    for item in session.items:
+        marker = item.get_closest_marker("subprocesses")
+        if marker is not None:
+            item.stash[_PROCS] = {name: (_start(code, env), code)
+                                  for name, (code, env) in marker.kwargs.items()}
+
+
+def pytest_sessionfinish(session):
+    for item in session.items:
+        for proc, _ in item.stash.get(_PROCS, {}).values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
+@pytest.fixture
+def subprocess_results(request):
+    procs = request.node.stash.get(_PROCS, None)
+    assert procs is not None, "test needs @pytest.mark.subprocesses(...)"
+    results = {}
+    for name, (proc, code) in procs.items():
+        try:
+            out, err = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"subprocess {name!r} timed out:\n{err}")
+        results[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return results

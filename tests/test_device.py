@@ -1,9 +1,5 @@
 """The tpu device: registration, torch.tpu module, memory, RNG, cache, loading."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 from torch.testing import assert_close
@@ -70,7 +66,7 @@ def test_invalid_device_index_set_device():
 
 
 def test_synchronize():
-    x = torch.randn(32, 32, device=TPU)
+    x = torch.randn(32, 32).to(TPU)
     y = x @ x
     torch.tpu.synchronize()
     torch.tpu.synchronize(0)
@@ -97,7 +93,7 @@ def test_memory_allocated_grows_and_shrinks():
 
 
 def test_memory_allocated_tracks_op_results():
-    x = torch.randn(512, 512, device=TPU)
+    x = torch.randn(512, 512).to(TPU)
     torch.tpu.synchronize()
     base = torch.tpu.memory_allocated()
     y = x * 2  # a fresh 1 MiB result
@@ -136,28 +132,28 @@ def test_manual_seed_reproducible_rand():
 
 def test_manual_seed_reproducible_randn():
     torch.tpu.manual_seed(7)
-    a = torch.randn(33, 17, device=TPU).cpu()
+    a = torch.randn(1000, device=TPU).cpu()
     torch.tpu.manual_seed(7)
-    b = torch.randn(33, 17, device=TPU).cpu()
+    b = torch.randn(1000, device=TPU).cpu()
     torch.tpu.manual_seed(8)
-    c = torch.randn(33, 17, device=TPU).cpu()
+    c = torch.randn(1000, device=TPU).cpu()
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
 
 
 def test_consecutive_draws_differ():
-    a = torch.rand(256, device=TPU).cpu()
-    b = torch.rand(256, device=TPU).cpu()
+    a = torch.rand(1000, device=TPU).cpu()
+    b = torch.rand(1000, device=TPU).cpu()
     assert not torch.equal(a, b)
 
 
 def test_torch_manual_seed_seeds_tpu():
     torch.manual_seed(99)
-    a = torch.randn(100, device=TPU).cpu()
+    a = torch.randn(1000, device=TPU).cpu()
     torch.manual_seed(99)
-    b = torch.randn(100, device=TPU).cpu()
+    b = torch.randn(1000, device=TPU).cpu()
     torch.manual_seed(100)
-    c = torch.randn(100, device=TPU).cpu()
+    c = torch.randn(1000, device=TPU).cpu()
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
     torch.manual_seed(5)
@@ -165,30 +161,30 @@ def test_torch_manual_seed_seeds_tpu():
 
 
 def test_rng_state_round_trip():
-    torch.rand(10, device=TPU)  # advance the generator
+    torch.rand(1000, device=TPU)  # advance the generator
     state = torch.tpu.get_rng_state()
     assert state.device.type == "cpu"
-    a = torch.rand(500, device=TPU).cpu()
-    b = torch.randn(7, 9, device=TPU).cpu()
+    a = torch.rand(1000, device=TPU).cpu()
+    b = torch.randn(1000, device=TPU).cpu()
     torch.tpu.set_rng_state(state)
-    a2 = torch.rand(500, device=TPU).cpu()
-    b2 = torch.randn(7, 9, device=TPU).cpu()
+    a2 = torch.rand(1000, device=TPU).cpu()
+    b2 = torch.randn(1000, device=TPU).cpu()
     assert torch.equal(a, a2)
     assert torch.equal(b, b2)
     # The state after the replay matches the state after the first run.
-    c = torch.rand(5, device=TPU).cpu()
+    c = torch.rand(1000, device=TPU).cpu()
     torch.tpu.set_rng_state(state)
-    torch.rand(500, device=TPU)
-    torch.randn(7, 9, device=TPU)
-    assert torch.equal(torch.rand(5, device=TPU).cpu(), c)
+    torch.rand(1000, device=TPU)
+    torch.randn(1000, device=TPU)
+    assert torch.equal(torch.rand(1000, device=TPU).cpu(), c)
 
 
 def test_explicit_generator():
     g = torch.Generator(device="tpu")
     g.manual_seed(3)
-    a = torch.rand(64, device=TPU, generator=g).cpu()
+    a = torch.rand(1000, device=TPU, generator=g).cpu()
     g.manual_seed(3)
-    b = torch.rand(64, device=TPU, generator=g).cpu()
+    b = torch.rand(1000, device=TPU, generator=g).cpu()
     assert torch.equal(a, b)
 
 
@@ -231,8 +227,8 @@ def test_uniform_normal_parameters():
 # ---------------------------------------------------------- compile cache --
 
 def test_cache_stats_hits_on_repeat():
-    a = torch.randn(13, 7, device=TPU)
-    b = torch.randn(13, 7, device=TPU)
+    a = torch.randn(13, 7).to(TPU)
+    b = torch.randn(13, 7).to(TPU)
     (a * b).cpu()
     s1 = torch.tpu._get_cache_stats()
     for key in ("requests", "hits", "compiles"):
@@ -255,53 +251,59 @@ def test_cache_stats_miss_on_new_shape():
 
 
 # ------------------------------------------------------- process loading --
-
-def _run(code, env_extra=None, timeout=120):
-    env = dict(os.environ)
-    env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=timeout)
-
+# These run in fresh processes, started right after collection (see
+# conftest.py), so they overlap with the rest of the suite.
 
 _MATMUL_CODE = (
     "import torch; x = torch.randn(64, 64, device='tpu'); print((x @ x).sum().item())"
 )
+_MATMUL_WITH_IMPORT_CODE = (
+    "import torch, torch_tpu; x = torch.randn(64, 64, device='tpu'); "
+    "print((x @ x).sum().item())"
+)
+_NO_AUTOLOAD = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+_BAD_PLUGIN_CODE = (
+    "import torch\n"
+    "try:\n"
+    "    torch.ones(2, device='tpu')\n"
+    "except Exception as e:\n"
+    "    print('ERR', type(e).__name__, str(e).replace(chr(10), ' '))\n"
+    "else:\n"
+    "    print('NO ERROR')\n"
+    "print('avail', torch.tpu.is_available())\n"
+    "print('cpu still works', (torch.ones(3) * 2).sum().item())\n"
+)
 
 
-def test_autoload_subprocess():
-    r = _run(_MATMUL_CODE)
-    assert r.returncode == 0, r.stderr
+def _last_float(r):
+    assert r.returncode == 0, f"rc={r.returncode}\n{r.stderr}"
     value = float(r.stdout.strip().splitlines()[-1])
     assert value == value  # a real number, not NaN
+    return value
 
 
-def test_autoload_disabled_needs_import():
-    env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    r = _run(_MATMUL_CODE, env)
+@pytest.mark.subprocesses(plain=(_MATMUL_CODE, None))
+def test_autoload_subprocess(subprocess_results):
+    _last_float(subprocess_results["plain"])
+
+
+@pytest.mark.subprocesses(no_import=(_MATMUL_CODE, _NO_AUTOLOAD),
+                          with_import=(_MATMUL_WITH_IMPORT_CODE, _NO_AUTOLOAD))
+def test_autoload_disabled_needs_import(subprocess_results):
+    r = subprocess_results["no_import"]
     assert r.returncode != 0
     assert "tpu" in r.stderr
-    code = ("import torch, torch_tpu; x = torch.randn(64, 64, device='tpu'); "
-            "print((x @ x).sum().item())")
-    r = _run(code, env)
-    assert r.returncode == 0, r.stderr
-    float(r.stdout.strip().splitlines()[-1])
+    assert "Traceback" in r.stderr  # a Python error, not a crash
+    _last_float(subprocess_results["with_import"])
 
 
-def test_bad_plugin_path_raises_cleanly():
-    code = (
-        "import torch\n"
-        "try:\n"
-        "    torch.ones(2, device='tpu')\n"
-        "except Exception as e:\n"
-        "    print('ERR', type(e).__name__, str(e).replace(chr(10), ' '))\n"
-        "else:\n"
-        "    print('NO ERROR')\n"
-        "print('avail', torch.tpu.is_available())\n"
-    )
-    r = _run(code, {"TORCH_TPU_PLUGIN_PATH": "/nonexistent.so"})
+@pytest.mark.subprocesses(bad=(_BAD_PLUGIN_CODE, {"TORCH_TPU_PLUGIN_PATH": "/nonexistent.so"}))
+def test_bad_plugin_path_raises_cleanly(subprocess_results):
+    r = subprocess_results["bad"]
     assert r.returncode == 0, f"rc={r.returncode}\n{r.stderr}"
     lines = r.stdout.strip().splitlines()
     err = [ln for ln in lines if ln.startswith("ERR")]
     assert err, r.stdout + r.stderr
     assert "TORCH_TPU_PLUGIN_PATH" in err[0]
     assert "avail False" in lines
+    assert "cpu still works 6.0" in lines

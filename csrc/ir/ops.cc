@@ -267,6 +267,15 @@ Value Binary(Builder& b, const std::string& op, Value x, Value y) {
   return b.Op1(op, {x, y}, b.type(x));
 }
 
+static Value NanAware(Builder& b, const char* op, Value x, Value y) {
+  Value r = Binary(b, op, x, y);
+  if (!IsFloat(b.type(x).dtype)) return r;
+  r = Select(b, Compare(b, y, y, Cmp::NE), y, r);
+  return Select(b, Compare(b, x, x, Cmp::NE), x, r);
+}
+Value Max(Builder& b, Value x, Value y) { return NanAware(b, "stablehlo.maximum", x, y); }
+Value Min(Builder& b, Value x, Value y) { return NanAware(b, "stablehlo.minimum", x, y); }
+
 Value Compare(Builder& b, Value x, Value y, Cmp dir) {
   const TensorType& t = b.type(x);
   return b.Op1("stablehlo.compare", {x, y}, TensorType{DType::PRED, t.dims},
@@ -290,6 +299,8 @@ Value Reduce(Builder& b, Value x, Value init, const Dims& dims, const std::strin
   }
   TensorType scalar{t.dtype, {}};
   Region body{{scalar, scalar}, [body_op](Builder& rb, const std::vector<Value>& a) {
+                if (body_op == "stablehlo.maximum") return std::vector<Value>{Max(rb, a[0], a[1])};
+                if (body_op == "stablehlo.minimum") return std::vector<Value>{Min(rb, a[0], a[1])};
                 return std::vector<Value>{Binary(rb, body_op, a[0], a[1])};
               }};
   return b.Op1("stablehlo.reduce", {x, init}, TensorType{t.dtype, out},

@@ -37,11 +37,16 @@ Value Iota(Builder& b, const Dims& dims, int64_t iota_dim, DType t);
 
 Value Unary(Builder& b, const std::string& op, Value x);               // result type = x's
 Value Binary(Builder& b, const std::string& op, Value x, Value y);     // same types in/out
+// max/min that return NaN when either operand is NaN (as PyTorch), which
+// stablehlo.maximum/minimum do not guarantee on every backend.
+Value Max(Builder& b, Value x, Value y);
+Value Min(Builder& b, Value x, Value y);
 enum class Cmp { EQ, NE, LT, LE, GT, GE };
 Value Compare(Builder& b, Value x, Value y, Cmp dir);                 // -> PRED
 Value Select(Builder& b, Value pred, Value on_true, Value on_false);
 
-// Reduction over `dims` with a binary body op ("stablehlo.add", ...max...).
+// Reduction over `dims` with a binary body op ("stablehlo.add", ...); a
+// maximum/minimum body propagates NaN as Max/Min do.
 Value Reduce(Builder& b, Value x, Value init, const Dims& dims, const std::string& body_op);
 // Variadic reduce of (values, indices) picking the max (or min) value and
 // the first index of it, as torch.max(dim) does. NaN wins, as on CPU.

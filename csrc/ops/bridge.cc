@@ -171,7 +171,8 @@ at::Tensor Run1(const lazy::Lowering& op, const lazy::Attrs& attrs,
 
 void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
              const std::vector<lazy::Operand>& inputs,
-             const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts) {
+             const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts,
+             bool allow_overlap) {
   bool any = false;
   for (const at::Tensor& d : dsts) any |= d.numel() > 0;
   if (!any) return;
@@ -180,7 +181,7 @@ void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
     const at::Tensor& d = dsts[i];
     TORCH_CHECK(d.device().type() == c10::DeviceType::PrivateUse1, op.name,
                 ": expected the output on tpu but got ", d.device());
-    at::assert_no_internal_overlap(d);
+    if (!allow_overlap) at::assert_no_internal_overlap(d);
     lazy::OutputTarget t;
     t.type = out_types[i];
     t.slot = SlotOf(d);

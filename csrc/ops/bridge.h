@@ -40,7 +40,8 @@ at::Tensor Run1(const lazy::Lowering& op, const lazy::Attrs& attrs,
 // out= variants); each value is converted to its destination's dtype.
 void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
              const std::vector<lazy::Operand>& inputs,
-             const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts);
+             const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts,
+             bool allow_overlap = false);
 
 // Resizes an out= argument as PyTorch does (warning when a non-empty tensor
 // changes shape) and checks that `result_dtype` can be cast to it.

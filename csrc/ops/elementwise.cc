@@ -97,8 +97,8 @@ Value Mul(Builder& b, Value x, Value y) {
                     x, y);
 }
 Value Div(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.divide", x, y); }
-Value Max(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.maximum", x, y); }
-Value Min(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.minimum", x, y); }
+Value Max(Builder& b, Value x, Value y) { return ir::Max(b, x, y); }
+Value Min(Builder& b, Value x, Value y) { return ir::Min(b, x, y); }
 Value Pow(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.power", x, y); }
 Value Atan2(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.atan2", x, y); }
 Value And(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.and", x, y); }
@@ -485,15 +485,18 @@ VS LowerFill(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
 }
 constexpr lazy::Lowering kFill{"aten::fill_", &LowerFill};
 
+// fill_ may write an overlapping (expanded) tensor, as on CPU: every
+// element gets the same value.
 Tensor& fill__scalar(Tensor& self, const c10::Scalar& v) {
   RunInto(kFill, {}, {ScalarOperand(v, self.scalar_type())},
-          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+          {TypeOf(self.sizes(), self.scalar_type())}, {self}, /*allow_overlap=*/true);
   return self;
 }
 Tensor& fill__tensor(Tensor& self, const Tensor& v) {
   TORCH_CHECK(v.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               v.dim(), " dimensions.");
-  RunInto(kFill, {}, {OperandOf(v)}, {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  RunInto(kFill, {}, {OperandOf(v)}, {TypeOf(self.sizes(), self.scalar_type())}, {self},
+          /*allow_overlap=*/true);
   return self;
 }
 Tensor& zero_(Tensor& self) { return fill__scalar(self, 0); }
@@ -501,14 +504,19 @@ Tensor& zero_(Tensor& self) { return fill__scalar(self, 0); }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define REG3(name)                                  \
-  m.impl(#name ".Tensor", TORCH_FN(name##_tensor)); \
+#define REG3(name, out)                               \
+  m.impl(#name ".Tensor", TORCH_FN(name##_tensor));   \
   m.impl(#name "_.Tensor", TORCH_FN(name##__tensor)); \
-  m.impl(#name ".out", TORCH_FN(name##_out));
-  REG3(add)
-  REG3(sub)
-  REG3(mul)
-  REG3(div)
+  m.impl(#name out, TORCH_FN(name##_out));
+  REG3(add, ".out")
+  REG3(sub, ".out")
+  REG3(mul, ".out")
+  REG3(div, ".out")
+#undef REG3
+#define REG3(name) \
+  m.impl(#name ".Tensor", TORCH_FN(name##_tensor));   \
+  m.impl(#name "_.Tensor", TORCH_FN(name##__tensor)); \
+  m.impl(#name ".Tensor_out", TORCH_FN(name##_out));
   REG3(eq)
   REG3(ne)
   REG3(lt)

@@ -68,9 +68,14 @@ Value Trunc(Builder& b, Value x) {
   return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT),
                     ir::Unary(b, "stablehlo.ceil", x), ir::Unary(b, "stablehlo.floor", x));
 }
+// (x > 0) - (x < 0): 0 for NaN, as PyTorch's sign.
 Value Sign(Builder& b, Value x) {
-  if (b.type(x).dtype == DType::PRED) return x;
-  return ir::Unary(b, "stablehlo.sign", x);
+  const ir::TensorType t = b.type(x);
+  if (t.dtype == DType::PRED) return x;
+  if (ir::IsUnsigned(t.dtype)) return ir::Convert(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::GT), t.dtype);
+  Value pos = ir::Convert(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::GT), t.dtype);
+  Value neg = ir::Convert(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT), t.dtype);
+  return ir::Binary(b, "stablehlo.subtract", pos, neg);
 }
 Value Relu(Builder& b, Value x) {
   if (b.type(x).dtype == DType::PRED) return x;
@@ -100,7 +105,11 @@ Value Erf(Builder& b, Value x) {
   for (int i = 1; i < 7; ++i)
     q = ir::Binary(b, "stablehlo.add", ir::Binary(b, "stablehlo.multiply", q, x2),
                    C(b, beta[i], x));
-  return ir::Binary(b, "stablehlo.divide", ir::Binary(b, "stablehlo.multiply", xc, p), q);
+  Value r = ir::Binary(b, "stablehlo.divide", ir::Binary(b, "stablehlo.multiply", xc, p), q);
+  // Past |x| = 3.9 erf rounds to ±1 in f32; the approximation falls short.
+  Value big = ir::Compare(b, ir::Unary(b, "stablehlo.abs", x), C(b, 3.9, x), ir::Cmp::GE);
+  Value one = ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT), C(b, -1, x), C(b, 1, x));
+  return ir::Select(b, big, one, r);
 }
 
 struct UnaryOp {

@@ -35,7 +35,7 @@ def make_model(features: int, hidden: int, classes: int, seed: int) -> nn.Module
 
 def train(model, x, y, device, steps, batch, log_every):
     model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     xd, yd = x.to(device), y.to(device)
     n = x.shape[0]
     losses = []
@@ -69,7 +69,7 @@ def main():
     args = p.parse_args()
 
     features, classes = 64, 10
-    x, y = make_data(4096, features, classes, args.seed)
+    x, y = make_data(16384, features, classes, args.seed)
     model_cpu = make_model(features, args.hidden, classes, args.seed)
     model_tpu = copy.deepcopy(model_cpu)
 

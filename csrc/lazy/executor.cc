@@ -37,10 +37,11 @@ pjrt::ElementType ToPjrt(ir::DType t) {
 
 size_t ItemSize(ir::DType t) { return t == ir::DType::PRED ? 1 : ir::BitWidth(t) / 8; }
 
-void WriteView(KeyWriter& k, const ViewSpec& v) {
+// `dynamic`: the offset is a run-time operand, not part of the program.
+void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic = false) {
   k.Ints(v.sizes);
   k.Ints(v.strides);
-  k.Int(v.offset);
+  k.Int(dynamic ? -1 : v.offset);
   k.Int(static_cast<int64_t>(v.dtype));
 }
 
@@ -125,6 +126,21 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     if (stores[i] == Store::kPartial && outputs[i].slot->node)
       base_param[i] = param_of(outputs[i].slot->node.get());
   }
+  // Views at a changing offset get it as a trailing s64 parameter.
+  std::vector<int64_t> offsets;  // values of the offset parameters, in order
+  std::vector<int> in_offset(inputs.size(), -1), out_offset(outputs.size(), -1);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (HasDynamicOffset(inputs[i].view, inputs[i].node->type())) {
+      in_offset[i] = static_cast<int>(offsets.size());
+      offsets.push_back(inputs[i].view.offset);
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (base_param[i] >= 0 && HasDynamicOffset(outputs[i].view, params[base_param[i]]->type())) {
+      out_offset[i] = static_cast<int>(offsets.size());
+      offsets.push_back(outputs[i].view.offset);
+    }
+  }
 
   // The key: everything that shapes the program.
   KeyWriter k;
@@ -136,12 +152,12 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
   for (const BufferNode* p : params) k.Type(p->type());
   for (size_t i = 0; i < inputs.size(); ++i) {
     k.Int(input_param[i]);
-    WriteView(k, inputs[i].view);
+    WriteView(k, inputs[i].view, in_offset[i] >= 0);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     k.Type(outputs[i].type);
     k.Int(static_cast<int64_t>(stores[i]));
-    if (stores[i] != Store::kFresh) WriteView(k, outputs[i].view);
+    if (stores[i] != Store::kFresh) WriteView(k, outputs[i].view, out_offset[i] >= 0);
     if (stores[i] == Store::kPartial) {
       k.Int(base_param[i]);
       k.Int(static_cast<int64_t>(outputs[i].slot->nbytes));
@@ -154,9 +170,16 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     ir::Builder b;
     std::vector<ir::Value> pvals;
     for (const BufferNode* p : params) pvals.push_back(b.Param(p->type()));
+    std::vector<ir::Value> offset_vals;
+    for (size_t i = 0; i < offsets.size(); ++i)
+      offset_vals.push_back(b.Param(ir::TensorType{ir::DType::S64, {}}));
     std::vector<ir::Value> ins;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      ins.push_back(ReadView(b, pvals[input_param[i]], inputs[i].view));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ins.push_back(in_offset[i] >= 0
+                        ? ReadViewAt(b, pvals[input_param[i]], inputs[i].view,
+                                     offset_vals[in_offset[i]])
+                        : ReadView(b, pvals[input_param[i]], inputs[i].view));
+    }
     std::vector<ir::TensorType> out_types;
     for (const auto& o : outputs) out_types.push_back(o.type);
     std::vector<ir::Value> outs = op.fn(b, ins, attrs, out_types);
@@ -178,7 +201,9 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
         ir::Value base = base_param[i] >= 0
                              ? pvals[base_param[i]]
                              : ir::Full(b, ir::ConstantI(b, 0, outputs[i].view.dtype), {n});
-        v = lazy::WriteView(b, base, outputs[i].view, v);
+        v = out_offset[i] >= 0
+                ? WriteViewAt(b, base, outputs[i].view, v, offset_vals[out_offset[i]])
+                : lazy::WriteView(b, base, outputs[i].view, v);
       }
       results.push_back(v);
     }
@@ -201,6 +226,11 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
   Runtime& rt = Runtime::Get();
   std::vector<PJRT_Buffer*> args;
   for (const BufferNode* p : params) args.push_back(p->buffer()->raw());
+  std::vector<NodePtr> offset_nodes;  // keep the scalars alive over the call
+  for (int64_t off : offsets) {
+    offset_nodes.push_back(Scalar(&off, ir::DType::S64));
+    args.push_back(offset_nodes.back()->buffer()->raw());
+  }
   std::unique_ptr<pjrt::Event> done;
   auto bufs = entry->exe->Execute(args, {}, &done);
   if (done) rt.AddPending(std::move(done));

@@ -164,4 +164,22 @@ Value WriteView(ir::Builder& b, Value base, const ViewSpec& v, Value update) {
   return result;
 }
 
+bool HasDynamicOffset(const ViewSpec& v, const ir::TensorType& base) {
+  return base.dtype == v.dtype && v.numel() > 0 && v.is_contiguous() &&
+         !CoversWhole(v, base.numel());
+}
+
+Value ReadViewAt(ir::Builder& b, Value base, const ViewSpec& v, Value offset) {
+  Value flat = Flat(b, base, v.dtype);
+  Value run = b.Op1("stablehlo.dynamic_slice", {flat, offset}, ir::TensorType{v.dtype, {v.numel()}},
+                    {{"slice_sizes", ir::I64Array({v.numel()})}});
+  return ir::Reshape(b, run, v.sizes);
+}
+
+Value WriteViewAt(ir::Builder& b, Value base, const ViewSpec& v, Value update, Value offset) {
+  Value flat = Flat(b, base, v.dtype);
+  Value upd = ir::Reshape(b, update, {v.numel()});
+  return b.Op1("stablehlo.dynamic_update_slice", {flat, upd, offset}, b.type(flat));
+}
+
 }  // namespace tpu::lazy

@@ -22,4 +22,13 @@ ir::Value ReadView(ir::Builder& b, ir::Value base, const ViewSpec& view);
 // (shaped view.sizes, dtype view.dtype) through `view`.
 ir::Value WriteView(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value update);
 
+// A contiguous run of a storage starts at an offset that changes from call
+// to call (a batch slice x[i:i+n]); such views take the offset as a
+// run-time operand so the program is reused.
+bool HasDynamicOffset(const ViewSpec& view, const ir::TensorType& base);
+// ReadView / WriteView for those views, with the offset as a 0-d s64 value.
+ir::Value ReadViewAt(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value offset);
+ir::Value WriteViewAt(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value update,
+                      ir::Value offset);
+
 }  // namespace tpu::lazy

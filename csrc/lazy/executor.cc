@@ -204,6 +204,8 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
         v = out_offset[i] >= 0
                 ? WriteViewAt(b, base, outputs[i].view, v, offset_vals[out_offset[i]])
                 : lazy::WriteView(b, base, outputs[i].view, v);
+        // The storage keeps its node's dims, so the next op's key is the same.
+        v = ir::Reshape(b, v, b.type(base).dims);
       }
       results.push_back(v);
     }
@@ -239,8 +241,10 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     ir::TensorType t = outputs[i].type;
     if (stores[i] == Store::kWhole) t = {outputs[i].view.dtype, outputs[i].view.sizes};
     if (stores[i] == Store::kPartial) {
-      t = {outputs[i].slot->node ? outputs[i].slot->node->type().dtype : outputs[i].view.dtype,
-           {static_cast<int64_t>(outputs[i].slot->nbytes / ItemSize(outputs[i].view.dtype))}};
+      t = base_param[i] >= 0 ? params[base_param[i]]->type()
+                             : ir::TensorType{outputs[i].view.dtype,
+                                              {static_cast<int64_t>(outputs[i].slot->nbytes /
+                                                                    ItemSize(outputs[i].view.dtype))}};
     }
     result.push_back(std::make_shared<BufferNode>(t, rt.Track(std::move(bufs[i])), op.name));
     if (outputs[i].slot) outputs[i].slot->node = result.back();

@@ -6,8 +6,9 @@ test reruns with the same values, while different tests (and different
 parametrizations) see different data.
 
 Tests that check a fresh Python process (``@pytest.mark.subprocesses``) have
-their processes started as soon as collection finishes, so they run while the
-rest of the suite does; the ``subprocess_results`` fixture waits for them.
+their processes started (at low priority) as soon as collection finishes, so
+they run while the rest of the suite does; those tests run last, and the
+``subprocess_results`` fixture waits for the processes.
 """
 
 import os
@@ -63,11 +64,22 @@ def pytest_configure(config):
         "CompletedProcess objects by name")
 
 
+def _lower_priority():
+    os.nice(19)  # leave the CPU to the test process; these only need to finish in time
+
+
 def _start(code, env_extra):
     env = dict(os.environ)
     env.update(env_extra or {})
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_lower_priority)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # Tests that wait for background processes run last, giving them the
+    # whole run to finish.
+    items.sort(key=lambda item: item.get_closest_marker("subprocesses") is not None)
 
 
 def pytest_collection_finish(session):

@@ -216,10 +216,10 @@ def test_randn_distribution(dtype):
 
 
 def test_uniform_normal_parameters():
-    u = torch.empty(50_000, device=TPU).uniform_(-3, 5).cpu()
+    u = torch.empty(100_000, device=TPU).uniform_(-3, 5).cpu()
     assert u.min().item() >= -3 and u.max().item() < 5
     assert abs(u.mean().item() - 1.0) < 0.1
-    n = torch.empty(50_000, device=TPU).normal_(2.0, 0.5).cpu()
+    n = torch.empty(100_000, device=TPU).normal_(2.0, 0.5).cpu()
     assert abs(n.mean().item() - 2.0) < 0.02
     assert abs(n.std().item() - 0.5) < 0.02
 
@@ -231,13 +231,12 @@ def test_cache_stats_hits_on_repeat():
     b = torch.randn(13, 7).to(TPU)
     (a * b).cpu()
     s1 = torch.tpu._get_cache_stats()
-    for key in ("requests", "hits", "compiles"):
+    for key in ("requests", "hits"):
         assert key in s1
-    (a * b).cpu()  # identical op: must be a cache hit, no compile
+    (a * b).cpu()  # identical op: must be a cache hit
     s2 = torch.tpu._get_cache_stats()
     assert s2["requests"] > s1["requests"]
-    assert s2["hits"] > s1["hits"]
-    assert s2["compiles"] == s1["compiles"]
+    assert s2["hits"] - s1["hits"] == s2["requests"] - s1["requests"]
 
 
 def test_cache_stats_miss_on_new_shape():
@@ -247,7 +246,11 @@ def test_cache_stats_miss_on_new_shape():
     (x.sin() * 3).cpu()
     s2 = torch.tpu._get_cache_stats()
     assert s2["requests"] > s1["requests"]
-    assert s2["compiles"] > s1["compiles"]
+    # A miss of the in-memory cache: compiled, or loaded from the disk cache.
+    assert s2["requests"] - s2["hits"] > s1["requests"] - s1["hits"]
+    (x.sin() * 3).cpu()  # now every lookup hits
+    s3 = torch.tpu._get_cache_stats()
+    assert s3["hits"] - s2["hits"] == s3["requests"] - s2["requests"] > 0
 
 
 # ------------------------------------------------------- process loading --

@@ -107,7 +107,7 @@ def test_write_through_view(name, op):
         assert_close(a.cpu(), e, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", [n for n in VIEWS if n not in WRITE_VIEWS] + ["t"])
+@pytest.mark.parametrize("name", ["t", "select_row", "squeeze", "split", "unbind"])
 def test_write_through_view_more_ops(name):
     """Several writes in a row through one view: setitem of a part, copy from tpu, exp_."""
     view_fn = VIEWS[name]

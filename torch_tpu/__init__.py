@@ -14,6 +14,20 @@ from ._env import env
 
 _C._configure(env.plugin_path, env.platform, [p for p in sys.path if p and os.path.isdir(p)])
 
+
+def _cache_dir() -> str:
+    value = env.compilation_cache_dir
+    if value.lower() in ("off", "0", "none", "false"):
+        return ""
+    if value:
+        return os.path.abspath(os.path.expanduser(value))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "torch_tpu")
+
+
+_C._configure_cache(_cache_dir())
+_C._set_max_pending_ops(int(env.max_pending_ops))
+
 if torch._C._get_privateuse1_backend_name() != "tpu":
     torch.utils.rename_privateuse1_backend("tpu")
 
@@ -25,5 +39,16 @@ torch.utils.generate_methods_for_privateuse1_backend(
 )
 
 from .tpu import Precision, precision  # noqa: E402,F401
+from ._modes import (  # noqa: E402,F401
+    EagerMode, eager_mode, get_eager_mode, is_materialized, set_eager_mode, synchronize,
+)
 
-__all__ = ["Precision", "precision"]
+if env.launch_blocking == "1":
+    set_eager_mode(EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)
+elif env.defer_and_fuse == "1":
+    set_eager_mode(EagerMode.DEFER_AND_FUSE)
+
+__all__ = [
+    "EagerMode", "Precision", "eager_mode", "get_eager_mode", "is_materialized", "precision",
+    "set_eager_mode", "synchronize",
+]

@@ -17,6 +17,15 @@ class _Var:
 
 
 VARIABLES = (
+    _Var("TORCH_TPU_COMPILATION_CACHE_DIR", "", "stable",
+         "Directory of the persistent compilation cache (default: "
+         "$XDG_CACHE_HOME/torch_tpu or ~/.cache/torch_tpu); 'off' disables it."),
+    _Var("TORCH_TPU_DEFER_AND_FUSE", "0", "stable",
+         "1: start in Fused Eager mode (EagerMode.DEFER_AND_FUSE)."),
+    _Var("TORCH_TPU_LAUNCH_BLOCKING", "0", "stable",
+         "1: start in Debug Eager mode (EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)."),
+    _Var("TORCH_TPU_MAX_PENDING_OPS", "2048", "experimental",
+         "Fused Eager: ops recorded before a flush is forced."),
     _Var("TORCH_TPU_PLATFORM", "", "stable",
          "Restrict plugin discovery to 'tpu', 'cuda' or 'cpu' (default: the best found)."),
     _Var("TORCH_TPU_PLUGIN_PATH", "", "stable",

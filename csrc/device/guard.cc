@@ -1,6 +1,7 @@
 // TpuGuardImpl: one device per process, one stream per device.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "lazy/executor.h"
 #include "lazy/runtime.h"
 
 namespace tpu::device {
@@ -48,9 +49,11 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   bool queryEvent(void*) const override { return true; }
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
   bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override { lazy::Runtime::Get().Synchronize(); }
-  void synchronizeEvent(void*) const override { lazy::Runtime::Get().Synchronize(); }
-  void synchronizeDevice(const c10::DeviceIndex) const override {
+  void synchronizeStream(const c10::Stream&) const override { SyncAll(); }
+  void synchronizeEvent(void*) const override { SyncAll(); }
+  void synchronizeDevice(const c10::DeviceIndex) const override { SyncAll(); }
+  static void SyncAll() {
+    lazy::Executor::Get().Flush();
     lazy::Runtime::Get().Synchronize();
   }
 };

@@ -4,6 +4,8 @@
 
 #include "device/generator.h"
 #include "lazy/executor.h"
+#include "lazy/modes.h"
+#include "ops/bridge.h"
 #include "lazy/runtime.h"
 #include "ops/precision.h"
 
@@ -37,12 +39,23 @@ py::dict CacheStats() {
   py::dict d;
   d["requests"] = s.requests;
   d["hits"] = s.hits;
+  d["disk_hits"] = s.disk_hits;
   d["compiles"] = s.compiles;
+  d["launches"] = s.launches;
   d["compile_seconds"] = s.compile_seconds;
   py::list entries;
   for (auto& [name, secs] : s.entries) entries.append(py::make_tuple(name, secs));
   d["entries"] = entries;
   return d;
+}
+
+void WarnAsTorch(const std::string& message) { TORCH_WARN(message); }
+
+// Flushes recorded ops, then waits for everything launched.
+void SynchronizeAll() {
+  py::gil_scoped_release no_gil;
+  lazy::Executor::Get().Flush();
+  Rt().Synchronize();
 }
 
 }  // namespace
@@ -82,9 +95,44 @@ PYBIND11_MODULE(_C, m) {
     d["api_version"] = py::make_tuple(c.api_version().first, c.api_version().second);
     return d;
   });
-  m.def("_synchronize", [] {
+  lazy::SetWarnHandler(&device::WarnAsTorch);
+  m.def("_synchronize", &device::SynchronizeAll);
+  m.def("_flush", [] {
     py::gil_scoped_release no_gil;
-    device::Rt().Synchronize();
+    lazy::Executor::Get().Flush();
+  });
+  m.def("_pending_ops", [] { return lazy::Executor::Get().pending(); });
+  m.def("_set_max_pending_ops", [](size_t n) { lazy::Executor::Get().set_max_pending(n); });
+  m.def("_set_eager_mode", [](int mode) {
+    lazy::Executor::Get().Flush();
+    lazy::SetGlobalMode(static_cast<lazy::EagerMode>(mode));
+  });
+  m.def("_get_eager_mode", [] { return static_cast<int>(lazy::CurrentMode()); });
+  m.def("_set_thread_eager_mode", [](int mode) {
+    lazy::Executor::Get().Flush();
+    lazy::SetThreadMode(mode);
+  });
+  m.def("_get_thread_eager_mode", &lazy::ThreadMode);
+  m.def("_configure_cache", [](std::string dir) {
+    lazy::Executor::Get().disk_cache().Configure(std::move(dir));
+  });
+  m.def("_cache_dir", [] { return lazy::Executor::Get().disk_cache().dir(); });
+  m.def("_is_materialized", [](const at::Tensor& t) {
+    TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
+                "is_materialized expects a tpu tensor, got one on ", t.device());
+    lazy::StorageSlot* slot = ops::SlotOf(t);
+    return slot == nullptr || slot->node == nullptr || !slot->node->deferred();
+  });
+  m.def("_materialize", [](const std::vector<at::Tensor>& ts, bool wait) {
+    py::gil_scoped_release no_gil;
+    lazy::Executor::Get().Flush();
+    if (!wait) return;
+    for (const at::Tensor& t : ts) {
+      lazy::StorageSlot* slot = ops::SlotOf(t);
+      if (!slot || !slot->node) continue;
+      lazy::Executor::Get().Materialize(slot->node);
+      slot->node->buffer()->ReadyEvent()->Await();
+    }
   });
   m.def("_memory_stats", &device::MemoryStats);
   m.def("_reset_peak_memory_stats", [] { device::Rt().reset_peak(); });

@@ -396,3 +396,102 @@ Value Put(Builder& b, Value flat, Value indices, Value updates) {
 }
 
 }  // namespace tpu::ir
+
+namespace tpu::ir {
+
+Value Reverse(Builder& b, Value x, const Dims& dims) {
+  if (dims.empty()) return x;
+  return b.Op1("stablehlo.reverse", {x}, b.type(x), {{"dimensions", I64Array(dims)}});
+}
+
+std::vector<Value> Sort(Builder& b, const std::vector<Value>& xs, int64_t dim, bool stable,
+                        const RegionFn& less) {
+  std::vector<TensorType> types, args;
+  for (Value v : xs) {
+    types.push_back(b.type(v));
+    TensorType s{b.type(v).dtype, {}};
+    args.push_back(s);
+    args.push_back(s);
+  }
+  return b.Op("stablehlo.sort", xs, types,
+              {{"dimension", std::to_string(dim) + " : i64"},
+               {"is_stable", stable ? "true" : "false"}},
+              {Region{args, less}});
+}
+
+static Value Combine(Builder& b, const std::string& op, Value x, Value y) {
+  if (op == "stablehlo.maximum") return Max(b, x, y);
+  if (op == "stablehlo.minimum") return Min(b, x, y);
+  return Binary(b, op, x, y);
+}
+
+Value CumReduce(Builder& b, Value x, Value init, int64_t dim, const std::string& body_op) {
+  const TensorType t = b.type(x);
+  const int64_t n = t.dims[dim];
+  if (n <= 1) return x;
+  Dims window(t.dims.size(), 1), strides(t.dims.size(), 1);
+  window[dim] = n;
+  std::string pad = "dense<[";
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    if (i) pad += ", ";
+    pad += "[" + std::to_string(static_cast<int64_t>(i) == dim ? n - 1 : 0) + ", 0]";
+  }
+  pad += "]> : tensor<" + std::to_string(t.dims.size()) + "x2xi64>";
+  TensorType scalar{t.dtype, {}};
+  Region body{{scalar, scalar}, [body_op](Builder& rb, const std::vector<Value>& a) {
+                return std::vector<Value>{Combine(rb, body_op, a[0], a[1])};
+              }};
+  return b.Op1("stablehlo.reduce_window", {x, init}, t,
+               {{"window_dimensions", I64Array(window)},
+                {"window_strides", I64Array(strides)},
+                {"padding", pad}},
+               {body});
+}
+
+static void DimsField(std::string& s, bool& first, const char* name, const Dims& v) {
+  if (v.empty()) return;
+  if (!first) s += ", ";
+  first = false;
+  s += name;
+  s += " = ";
+  s += I64List(v);
+}
+
+Value Gather(Builder& b, Value x, Value indices, const GatherDims& gd, const Dims& slice_sizes,
+             const TensorType& out) {
+  std::string dn = "#stablehlo.gather<";
+  bool first = true;
+  DimsField(dn, first, "offset_dims", gd.offset_dims);
+  DimsField(dn, first, "collapsed_slice_dims", gd.collapsed_slice_dims);
+  DimsField(dn, first, "start_index_map", gd.start_index_map);
+  dn += (first ? "" : ", ") + std::string("index_vector_dim = ") +
+        std::to_string(gd.index_vector_dim) + ">";
+  return b.Op1("stablehlo.gather", {x, indices}, out,
+               {{"dimension_numbers", dn},
+                {"slice_sizes", I64Array(slice_sizes)},
+                {"indices_are_sorted", "false"}});
+}
+
+Value Scatter(Builder& b, Value x, Value indices, Value updates, const ScatterDims& sd,
+              const std::string& body_op) {
+  const TensorType t = b.type(x);
+  std::string dn = "#stablehlo.scatter<";
+  bool first = true;
+  DimsField(dn, first, "update_window_dims", sd.update_window_dims);
+  DimsField(dn, first, "inserted_window_dims", sd.inserted_window_dims);
+  DimsField(dn, first, "scatter_dims_to_operand_dims", sd.scatter_dims_to_operand_dims);
+  dn += (first ? "" : ", ") + std::string("index_vector_dim = ") +
+        std::to_string(sd.index_vector_dim) + ">";
+  TensorType scalar{t.dtype, {}};
+  Region body{{scalar, scalar}, [body_op](Builder& rb, const std::vector<Value>& a) {
+                if (body_op.empty()) return std::vector<Value>{a[1]};
+                return std::vector<Value>{Combine(rb, body_op, a[0], a[1])};
+              }};
+  return b.Op1("stablehlo.scatter", {x, indices, updates}, t,
+               {{"scatter_dimension_numbers", dn},
+                {"indices_are_sorted", "false"},
+                {"unique_indices", "false"}},
+               {body});
+}
+
+}  // namespace tpu::ir

@@ -68,3 +68,33 @@ Value Take(Builder& b, Value flat, Value indices);
 Value Put(Builder& b, Value flat, Value indices, Value updates);
 
 }  // namespace tpu::ir
+
+namespace tpu::ir {
+
+// ---- shape, sort and index builders ----
+
+Value Reverse(Builder& b, Value x, const Dims& dims);
+// Sorts `xs` (same shape) along `dim`; `less` gets (lhs0, rhs0, lhs1, rhs1,
+// ...) as 0-d values and returns a 0-d PRED.
+std::vector<Value> Sort(Builder& b, const std::vector<Value>& xs, int64_t dim, bool stable,
+                        const RegionFn& less);
+// Inclusive prefix reduction along `dim` (cumsum with "stablehlo.add"), as a
+// reduce_window whose window spans the whole dim, padded below with `init`.
+Value CumReduce(Builder& b, Value x, Value init, int64_t dim, const std::string& body_op);
+
+struct GatherDims {
+  Dims offset_dims, collapsed_slice_dims, start_index_map;
+  int64_t index_vector_dim = 0;
+};
+Value Gather(Builder& b, Value x, Value indices, const GatherDims& gd, const Dims& slice_sizes,
+             const TensorType& out);
+struct ScatterDims {
+  Dims update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+  int64_t index_vector_dim = 0;
+};
+// `body_op` combines the old and the new value ("stablehlo.add", ...); ""
+// replaces (later duplicates win). maximum/minimum propagate NaN.
+Value Scatter(Builder& b, Value x, Value indices, Value updates, const ScatterDims& sd,
+              const std::string& body_op);
+
+}  // namespace tpu::ir

@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ir/ops.h"
+#include "lazy/modes.h"
 #include "lazy/runtime.h"
 #include "lazy/views.h"
 #include "pjrt/pjrt.h"
@@ -38,7 +41,7 @@ pjrt::ElementType ToPjrt(ir::DType t) {
 size_t ItemSize(ir::DType t) { return t == ir::DType::PRED ? 1 : ir::BitWidth(t) / 8; }
 
 // `dynamic`: the offset is a run-time operand, not part of the program.
-void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic = false) {
+void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic) {
   k.Ints(v.sizes);
   k.Ints(v.strides);
   k.Int(dynamic ? -1 : v.offset);
@@ -48,14 +51,24 @@ void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic = false) {
 // How an output reaches its storage.
 enum class Store : int64_t { kFresh = 0, kWhole = 1, kPartial = 2 };
 
-Store StoreKind(const OutputTarget& o) {
-  if (!o.slot) return Store::kFresh;
-  const int64_t n = static_cast<int64_t>(o.slot->nbytes / ItemSize(o.view.dtype));
-  if (CoversWhole(o.view, n)) return Store::kWhole;
-  return Store::kPartial;
-}
-
 }  // namespace
+
+// A recorded op. Its inputs keep their nodes alive until it has run; its
+// results are deferred nodes that point back at it.
+struct PendingOp {
+  Lowering op;
+  Attrs attrs;
+  std::vector<Operand> inputs;
+  struct Out {
+    ir::TensorType type;  // what the lowering returns
+    Store store = Store::kFresh;
+    ViewSpec view;        // kWhole / kPartial: the destination view
+    NodePtr base;         // kPartial: the storage's previous value (may be null)
+    int64_t storage_numel = 0;
+    std::weak_ptr<BufferNode> result;
+  };
+  std::vector<Out> outs;
+};
 
 NodePtr BufferNode::Failed(ir::TensorType type, std::string error) {
   return NodePtr(new BufferNode(std::move(type), std::move(error)));
@@ -63,6 +76,7 @@ NodePtr BufferNode::Failed(ir::TensorType type, std::string error) {
 
 const std::shared_ptr<pjrt::Buffer>& BufferNode::buffer() const {
   if (!error_.empty()) throw std::runtime_error(error_);
+  if (producer_) throw std::logic_error("tpu: reading a deferred node before it ran");
   return buffer_;
 }
 
@@ -70,7 +84,7 @@ size_t BufferNode::nbytes() const { return type_.numel() * ItemSize(type_.dtype)
 
 struct Executor::Entry {
   std::once_flag once;
-  std::unique_ptr<pjrt::Executable> exe;
+  std::shared_ptr<pjrt::Executable> exe;
   std::string error;
 };
 
@@ -94,137 +108,307 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
   return e;
 }
 
+std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
+    const std::string& key, const std::string& name, const std::function<std::string()>& print) {
+  bool hit = false;
+  std::shared_ptr<Entry> entry = Lookup(key, &hit);
+  // Concurrent misses of one key compile once; the others wait here.
+  std::call_once(entry->once, [&] {
+    pjrt::Client& client = Runtime::Get().client();
+    const std::string identity = client.plugin_identity();
+    auto t0 = std::chrono::steady_clock::now();
+    if (auto bytes = disk_.Load(identity, key)) {
+      try {
+        entry->exe = client.Deserialize(*bytes);
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.disk_hits;
+        return;
+      } catch (const std::exception& e) {
+        Warn("ignoring a compilation cache entry that does not load (" + std::string(e.what()) +
+             "); recompiling");
+      }
+    }
+    const std::string text = print();
+    try {
+      entry->exe = client.Compile(text);
+    } catch (const std::exception& e) {
+      entry->error = "tpu: compiling " + name + " failed: " + e.what() + "\nProgram:\n" + text;
+      return;
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (disk_.enabled()) {
+      try {
+        disk_.Store(identity, key, entry->exe->Serialize());
+      } catch (const std::exception& e) {
+        Warn(std::string("could not write the compilation cache: ") + e.what());
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.compiles;
+    stats_.compile_seconds += secs;
+    stats_.entries.emplace_back(name, secs);
+  });
+  if (!entry->exe) throw std::runtime_error(entry->error);
+  return entry->exe;
+}
+
 std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
                                    const std::vector<Operand>& inputs,
                                    const std::vector<OutputTarget>& outputs) {
-  // Parameters: each distinct input node once, then the storages that
-  // partial writes update.
-  std::vector<const BufferNode*> params;
-  std::vector<int> input_param(inputs.size());
-  auto param_of = [&](const BufferNode* n) {
-    for (size_t i = 0; i < params.size(); ++i)
-      if (params[i] == n) return static_cast<int>(i);
-    params.push_back(n);
-    return static_cast<int>(params.size()) - 1;
-  };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].node->failed()) {
-      // An input failed earlier: the results carry its error.
-      std::vector<NodePtr> failed;
-      for (const auto& o : outputs) {
-        failed.push_back(BufferNode::Failed(o.type, inputs[i].node->error()));
-        if (o.slot) o.slot->node = failed.back();
+  std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  auto rec = std::make_shared<PendingOp>();
+  rec->op = op;
+  rec->attrs = attrs;
+  rec->inputs = inputs;
+  std::vector<NodePtr> results;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OutputTarget& o = outputs[i];
+    PendingOp::Out out;
+    out.type = o.type;
+    ir::TensorType node_type = o.type;
+    if (o.slot) {
+      out.view = o.view;
+      out.storage_numel = static_cast<int64_t>(o.slot->nbytes / ItemSize(o.view.dtype));
+      if (CoversWhole(o.view, out.storage_numel)) {
+        out.store = Store::kWhole;
+        node_type = {o.view.dtype, o.view.sizes};
+      } else {
+        out.store = Store::kPartial;
+        out.base = o.slot->node;
+        // The storage keeps its node's dims, so later keys do not change.
+        node_type = out.base ? out.base->type()
+                             : ir::TensorType{o.view.dtype, {out.storage_numel}};
       }
-      return failed;
     }
-    input_param[i] = param_of(inputs[i].node.get());
+    NodePtr node(new BufferNode(node_type, nullptr, op.name));
+    node->producer_ = rec;
+    node->producer_output_ = static_cast<int>(i);
+    out.result = node;
+    rec->outs.push_back(std::move(out));
+    if (o.slot) o.slot->node = node;
+    results.push_back(std::move(node));
   }
-  std::vector<Store> stores(outputs.size());
-  std::vector<int> base_param(outputs.size(), -1);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    stores[i] = StoreKind(outputs[i]);
-    if (stores[i] == Store::kPartial && outputs[i].slot->node)
-      base_param[i] = param_of(outputs[i].slot->node.get());
-  }
-  // Views at a changing offset get it as a trailing s64 parameter.
-  std::vector<int64_t> offsets;  // values of the offset parameters, in order
-  std::vector<int> in_offset(inputs.size(), -1), out_offset(outputs.size(), -1);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (HasDynamicOffset(inputs[i].view, inputs[i].node->type())) {
-      in_offset[i] = static_cast<int>(offsets.size());
-      offsets.push_back(inputs[i].view.offset);
+  pending_.push_back(std::move(rec));
+  const EagerMode mode = CurrentMode();
+  if (mode != EagerMode::kDeferAndFuse || pending_.size() >= max_pending_) FlushLocked();
+  if (mode == EagerMode::kDeferNeverLaunchBlocking) {
+    for (const NodePtr& n : results) {
+      if (n->failed()) throw std::runtime_error(n->error());
+      try {
+        n->buffer_->ReadyEvent()->Await();
+      } catch (const pjrt::Error& e) {
+        throw std::runtime_error("tpu: " + std::string(op.name) + " failed: " + e.what());
+      }
     }
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (base_param[i] >= 0 && HasDynamicOffset(outputs[i].view, params[base_param[i]]->type())) {
-      out_offset[i] = static_cast<int>(offsets.size());
-      offsets.push_back(outputs[i].view.offset);
+  return results;
+}
+
+void Executor::Flush() {
+  std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  FlushLocked();
+}
+
+size_t Executor::pending() const {
+  std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  return pending_.size();
+}
+
+void Executor::Materialize(const NodePtr& node) {
+  if (node->deferred()) Flush();
+  if (node->failed()) throw std::runtime_error(node->error());
+}
+
+void Executor::FlushLocked() {
+  if (pending_.empty()) return;
+  std::vector<std::shared_ptr<PendingOp>> batch;
+  batch.swap(pending_);
+
+  // A reference to a value: a parameter, or output `out` of record `rec`.
+  struct Ref {
+    int param = -1, rec = -1, out = -1;
+  };
+  std::unordered_map<const PendingOp*, int> rec_index;
+  for (size_t r = 0; r < batch.size(); ++r) rec_index[batch[r].get()] = static_cast<int>(r);
+  std::vector<const BufferNode*> params;
+  std::unordered_map<const BufferNode*, int> internal_refs;
+  std::string failure;
+  auto ref_of = [&](const NodePtr& n) {
+    Ref ref;
+    if (n->deferred()) {
+      auto it = rec_index.find(n->producer_.get());
+      if (it == rec_index.end()) throw std::logic_error("tpu: deferred node outside the batch");
+      ref.rec = it->second;
+      ref.out = n->producer_output_;
+      ++internal_refs[n.get()];
+      return ref;
+    }
+    if (n->failed() && failure.empty()) failure = n->error();
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i] == n.get()) {
+        ref.param = static_cast<int>(i);
+        return ref;
+      }
+    params.push_back(n.get());
+    ref.param = static_cast<int>(params.size()) - 1;
+    return ref;
+  };
+  auto type_of = [&](const Ref& r) -> const ir::TensorType& {
+    if (r.param >= 0) return params[r.param]->type();
+    return batch[r.rec]->outs[r.out].result.lock()
+               ? batch[r.rec]->outs[r.out].result.lock()->type()
+               : batch[r.rec]->outs[r.out].type;
+  };
+  std::vector<std::vector<Ref>> in_refs(batch.size());
+  std::vector<std::vector<Ref>> base_refs(batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    for (const Operand& in : batch[r]->inputs) in_refs[r].push_back(ref_of(in.node));
+    for (const auto& o : batch[r]->outs)
+      base_refs[r].push_back(o.base ? ref_of(o.base) : Ref{});
+  }
+  // Results that someone outside this batch still holds are the outputs.
+  std::vector<NodePtr> live;
+  std::vector<std::pair<int, int>> live_at;
+  for (size_t r = 0; r < batch.size(); ++r) {
+    for (size_t o = 0; o < batch[r]->outs.size(); ++o) {
+      NodePtr n = batch[r]->outs[o].result.lock();
+      if (!n) continue;
+      auto it = internal_refs.find(n.get());
+      const long internal = it == internal_refs.end() ? 0 : it->second;
+      if (n.use_count() - 1 > internal) {
+        live.push_back(n);
+        live_at.emplace_back(static_cast<int>(r), static_cast<int>(o));
+      }
+    }
+  }
+  auto fail_all = [&](const std::string& msg) {
+    for (const NodePtr& n : live) {
+      n->error_ = msg;
+      n->producer_.reset();
+    }
+  };
+  if (!failure.empty()) {  // an input failed earlier: the results carry its error
+    fail_all(failure);
+    if (CurrentMode() != EagerMode::kDeferAndFuse) throw std::runtime_error(failure);
+    return;
+  }
+
+  // Offsets of contiguous runs as run-time operands (see HasDynamicOffset).
+  std::vector<int64_t> offsets;
+  std::vector<std::vector<int>> in_offset(batch.size()), out_offset(batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    for (size_t i = 0; i < batch[r]->inputs.size(); ++i) {
+      const bool dyn = HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[r][i]));
+      in_offset[r].push_back(dyn ? static_cast<int>(offsets.size()) : -1);
+      if (dyn) offsets.push_back(batch[r]->inputs[i].view.offset);
+    }
+    for (size_t o = 0; o < batch[r]->outs.size(); ++o) {
+      const auto& out = batch[r]->outs[o];
+      const bool dyn = out.store == Store::kPartial && out.base &&
+                       HasDynamicOffset(out.view, type_of(base_refs[r][o]));
+      out_offset[r].push_back(dyn ? static_cast<int>(offsets.size()) : -1);
+      if (dyn) offsets.push_back(out.view.offset);
     }
   }
 
   // The key: everything that shapes the program.
   KeyWriter k;
-  k.Str(op.name);
-  k.Ints(attrs.ints);
-  k.Int(static_cast<int64_t>(attrs.floats.size()));
-  for (double f : attrs.floats) k.Double(f);
-  k.Str(attrs.str);
+  k.Int(static_cast<int64_t>(batch.size()));
   for (const BufferNode* p : params) k.Type(p->type());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    k.Int(input_param[i]);
-    WriteView(k, inputs[i].view, in_offset[i] >= 0);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    k.Type(outputs[i].type);
-    k.Int(static_cast<int64_t>(stores[i]));
-    if (stores[i] != Store::kFresh) WriteView(k, outputs[i].view, out_offset[i] >= 0);
-    if (stores[i] == Store::kPartial) {
-      k.Int(base_param[i]);
-      k.Int(static_cast<int64_t>(outputs[i].slot->nbytes));
+  auto key_ref = [&](const Ref& ref) {
+    k.Int(ref.param);
+    k.Int(ref.rec);
+    k.Int(ref.out);
+  };
+  for (size_t r = 0; r < batch.size(); ++r) {
+    const PendingOp& p = *batch[r];
+    k.Str(p.op.name);
+    k.Ints(p.attrs.ints);
+    k.Int(static_cast<int64_t>(p.attrs.floats.size()));
+    for (double f : p.attrs.floats) k.Double(f);
+    k.Str(p.attrs.str);
+    k.Int(static_cast<int64_t>(p.inputs.size()));
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      key_ref(in_refs[r][i]);
+      WriteView(k, p.inputs[i].view, in_offset[r][i] >= 0);
+    }
+    k.Int(static_cast<int64_t>(p.outs.size()));
+    for (size_t o = 0; o < p.outs.size(); ++o) {
+      const auto& out = p.outs[o];
+      k.Type(out.type);
+      k.Int(static_cast<int64_t>(out.store));
+      if (out.store != Store::kFresh) WriteView(k, out.view, out_offset[r][o] >= 0);
+      if (out.store == Store::kPartial) {
+        key_ref(base_refs[r][o]);
+        k.Int(out.storage_numel);
+      }
     }
   }
+  for (const auto& [r, o] : live_at) {
+    k.Int(r);
+    k.Int(o);
+  }
+  const std::string name = batch.size() == 1
+                               ? std::string(batch[0]->op.name)
+                               : "fused(" + std::to_string(batch.size()) + " ops, " +
+                                     batch[0]->op.name + "...)";
 
-  bool hit = false;
-  std::shared_ptr<Entry> entry = Lookup(k.str(), &hit);
-  std::call_once(entry->once, [&] {
+  auto print = [&]() {
     ir::Builder b;
-    std::vector<ir::Value> pvals;
+    std::vector<ir::Value> pvals, offset_vals;
     for (const BufferNode* p : params) pvals.push_back(b.Param(p->type()));
-    std::vector<ir::Value> offset_vals;
     for (size_t i = 0; i < offsets.size(); ++i)
       offset_vals.push_back(b.Param(ir::TensorType{ir::DType::S64, {}}));
-    std::vector<ir::Value> ins;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      ins.push_back(in_offset[i] >= 0
-                        ? ReadViewAt(b, pvals[input_param[i]], inputs[i].view,
-                                     offset_vals[in_offset[i]])
-                        : ReadView(b, pvals[input_param[i]], inputs[i].view));
+    std::vector<std::vector<ir::Value>> vals(batch.size());
+    auto value_of = [&](const Ref& ref) { return ref.param >= 0 ? pvals[ref.param] : vals[ref.rec][ref.out]; };
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const PendingOp& p = *batch[r];
+      std::vector<ir::Value> ins;
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        ir::Value base = value_of(in_refs[r][i]);
+        ins.push_back(in_offset[r][i] >= 0
+                          ? ReadViewAt(b, base, p.inputs[i].view, offset_vals[in_offset[r][i]])
+                          : ReadView(b, base, p.inputs[i].view));
+      }
+      std::vector<ir::TensorType> out_types;
+      for (const auto& o : p.outs) out_types.push_back(o.type);
+      std::vector<ir::Value> outs = p.op.fn(b, ins, p.attrs, out_types);
+      if (outs.size() != p.outs.size())
+        throw std::logic_error(std::string("lowering of ") + p.op.name + " returned a wrong count");
+      for (size_t o = 0; o < p.outs.size(); ++o) {
+        const auto& out = p.outs[o];
+        ir::Value v = outs[o];
+        if (b.type(v) != out.type)
+          throw std::logic_error(std::string("lowering of ") + p.op.name + " returned " +
+                                 ir::TypeText(b.type(v)) + ", expected " +
+                                 ir::TypeText(out.type));
+        if (out.store != Store::kFresh)
+          v = ir::Reshape(b, ir::Convert(b, v, out.view.dtype), out.view.sizes);
+        if (out.store == Store::kPartial) {
+          ir::Value base = out.base ? value_of(base_refs[r][o])
+                                    : ir::Full(b, ir::ConstantI(b, 0, out.view.dtype),
+                                               {out.storage_numel});
+          v = out_offset[r][o] >= 0
+                  ? WriteViewAt(b, base, out.view, v, offset_vals[out_offset[r][o]])
+                  : lazy::WriteView(b, base, out.view, v);
+          v = ir::Reshape(b, v, b.type(base).dims);
+        }
+        vals[r].push_back(v);
+      }
     }
-    std::vector<ir::TensorType> out_types;
-    for (const auto& o : outputs) out_types.push_back(o.type);
-    std::vector<ir::Value> outs = op.fn(b, ins, attrs, out_types);
-    if (outs.size() != outputs.size())
-      throw std::logic_error(std::string("lowering of ") + op.name + " returned a wrong count");
     std::vector<ir::Value> results;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      ir::Value v = outs[i];
-      if (b.type(v) != outputs[i].type)
-        throw std::logic_error(std::string("lowering of ") + op.name + " returned " +
-                               ir::TypeText(b.type(v)) + ", expected " +
-                               ir::TypeText(outputs[i].type));
-      if (stores[i] != Store::kFresh) {
-        v = ir::Reshape(b, ir::Convert(b, v, outputs[i].view.dtype), outputs[i].view.sizes);
-      }
-      if (stores[i] == Store::kPartial) {
-        const int64_t n =
-            static_cast<int64_t>(outputs[i].slot->nbytes / ItemSize(outputs[i].view.dtype));
-        ir::Value base = base_param[i] >= 0
-                             ? pvals[base_param[i]]
-                             : ir::Full(b, ir::ConstantI(b, 0, outputs[i].view.dtype), {n});
-        v = out_offset[i] >= 0
-                ? WriteViewAt(b, base, outputs[i].view, v, offset_vals[out_offset[i]])
-                : lazy::WriteView(b, base, outputs[i].view, v);
-        // The storage keeps its node's dims, so the next op's key is the same.
-        v = ir::Reshape(b, v, b.type(base).dims);
-      }
-      results.push_back(v);
-    }
-    const std::string text = b.Print(results);
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      entry->exe = Runtime::Get().client().Compile(text);
-    } catch (const std::exception& e) {
-      entry->error = std::string("tpu: compiling ") + op.name + " failed: " + e.what() +
-                     "\nProgram:\n" + text;
-    }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.compiles;
-    stats_.compile_seconds += secs;
-    stats_.entries.emplace_back(op.name, secs);
-  });
-  if (!entry->exe) throw std::runtime_error(entry->error);
+    for (const auto& [r, o] : live_at) results.push_back(vals[r][o]);
+    return b.Print(results);
+  };
 
+  std::shared_ptr<pjrt::Executable> exe;
+  try {
+    exe = GetExecutable(k.str(), name, print);
+  } catch (const std::exception& e) {
+    fail_all(e.what());
+    throw;
+  }
   Runtime& rt = Runtime::Get();
   std::vector<PJRT_Buffer*> args;
   for (const BufferNode* p : params) args.push_back(p->buffer()->raw());
@@ -234,22 +418,23 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     args.push_back(offset_nodes.back()->buffer()->raw());
   }
   std::unique_ptr<pjrt::Event> done;
-  auto bufs = entry->exe->Execute(args, {}, &done);
-  if (done) rt.AddPending(std::move(done));
-  std::vector<NodePtr> result;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    ir::TensorType t = outputs[i].type;
-    if (stores[i] == Store::kWhole) t = {outputs[i].view.dtype, outputs[i].view.sizes};
-    if (stores[i] == Store::kPartial) {
-      t = base_param[i] >= 0 ? params[base_param[i]]->type()
-                             : ir::TensorType{outputs[i].view.dtype,
-                                              {static_cast<int64_t>(outputs[i].slot->nbytes /
-                                                                    ItemSize(outputs[i].view.dtype))}};
-    }
-    result.push_back(std::make_shared<BufferNode>(t, rt.Track(std::move(bufs[i])), op.name));
-    if (outputs[i].slot) outputs[i].slot->node = result.back();
+  std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
+  try {
+    bufs = exe->Execute(args, {}, &done);
+  } catch (const std::exception& e) {
+    const std::string msg = "tpu: running " + name + " failed: " + e.what();
+    fail_all(msg);
+    throw std::runtime_error(msg);
   }
-  return result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.launches;
+  }
+  if (done) rt.AddPending(std::move(done));
+  for (size_t i = 0; i < live.size(); ++i) {
+    live[i]->buffer_ = rt.Track(std::move(bufs[i]));
+    live[i]->producer_.reset();
+  }
 }
 
 NodePtr Executor::Upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
@@ -277,6 +462,7 @@ NodePtr Executor::Scalar(const void* bits, ir::DType dtype) {
 }
 
 void Executor::Download(const NodePtr& node, void* dst, size_t nbytes) {
+  Materialize(node);
   const auto& buf = node->buffer();
   try {
     buf->ToHost(dst, nbytes);

@@ -1,10 +1,13 @@
-// Strict eager execution: an op becomes one program, looked up in the
-// compile cache by a structural key (no MLIR text is printed on a hit) and
-// launched asynchronously; the caller gets nodes whose values may still be
-// pending inside PJRT.
+// Records ops and runs them as XLA programs. Every op is recorded as a
+// PendingOp whose results are deferred nodes; Flush turns everything
+// recorded so far into one program (looked up in the compile cache by a
+// structural key, with no MLIR printed on a hit) and launches it
+// asynchronously. Strict eager flushes after every op, Debug eager also
+// waits, Fused eager flushes only when a value is needed.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,8 +15,13 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "lazy/disk_cache.h"
 #include "lazy/lowering.h"
 #include "lazy/node.h"
+
+namespace tpu::pjrt {
+class Executable;
+}
 
 namespace tpu::lazy {
 
@@ -25,20 +33,27 @@ struct OutputTarget {
 };
 
 struct CacheStats {
-  int64_t requests = 0, hits = 0, compiles = 0;
+  int64_t requests = 0, hits = 0, disk_hits = 0, compiles = 0, launches = 0;
   double compile_seconds = 0;
-  std::vector<std::pair<std::string, double>> entries;  // op name, compile seconds
+  std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds
 };
 
 class Executor {
  public:
   static Executor& Get();
 
-  // Runs one op. Returns one node per output; outputs with a slot have
-  // also been stored into it.
+  // Records one op and, depending on the mode, runs it. Returns one node
+  // per output; outputs with a slot have also been stored into it.
   std::vector<NodePtr> Run(const Lowering& op, const Attrs& attrs,
                            const std::vector<Operand>& inputs,
                            const std::vector<OutputTarget>& outputs);
+  // Launches everything recorded so far as one program.
+  void Flush();
+  // Makes `node` ready (flushing if it is deferred); raises its error.
+  void Materialize(const NodePtr& node);
+  size_t pending() const;
+  // Ops recorded before a flush is forced (bounds deferred memory).
+  void set_max_pending(size_t n) { max_pending_ = n; }
 
   // A node holding a host array (copied during the call).
   NodePtr Upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
@@ -48,15 +63,25 @@ class Executor {
   // Copies a node's whole value to host memory (blocks; raises its error).
   void Download(const NodePtr& node, void* dst, size_t nbytes);
 
+  DiskCache& disk_cache() { return disk_; }
   CacheStats stats();
-  void ClearCache();
+  void ClearCache();  // the in-memory cache only
 
  private:
   struct Entry;
   std::shared_ptr<Entry> Lookup(const std::string& key, bool* hit);
-  std::mutex mu_;
+  std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
+                                                  const std::function<std::string()>& print);
+  void FlushLocked();
+
+  mutable std::recursive_mutex exec_mu_;  // recording and flushing
+  std::vector<std::shared_ptr<PendingOp>> pending_;
+  size_t max_pending_ = 2048;
+
+  std::mutex mu_;  // the cache and stats
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
   CacheStats stats_;
+  DiskCache disk_;
   std::mutex scalar_mu_;
   std::unordered_map<std::string, NodePtr> scalars_;
 };

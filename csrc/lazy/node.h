@@ -22,30 +22,40 @@ class Buffer;
 
 namespace tpu::lazy {
 
+struct PendingOp;  // executor.cc: a recorded op whose program has not run
+
+// The value of a storage, in one of three states:
+//   deferred - produced by a recorded op that has not been launched yet,
+//   ready    - holds a PJRT buffer (whose value may still be computing),
+//   error    - holds the message of the failure that produced it.
+// The value never changes once ready; an in-place op makes a new node.
 class BufferNode {
  public:
   BufferNode(ir::TensorType type, std::shared_ptr<pjrt::Buffer> buffer, std::string origin)
       : type_(std::move(type)), buffer_(std::move(buffer)), origin_(std::move(origin)) {}
-  // A node in the error state: reading it raises `error`.
   static std::shared_ptr<BufferNode> Failed(ir::TensorType type, std::string error);
 
   const ir::TensorType& type() const { return type_; }
-  // The PJRT buffer (its value may still be pending inside PJRT). Throws
-  // the node's error if it is in the error state.
-  const std::shared_ptr<pjrt::Buffer>& buffer() const;
+  bool deferred() const { return producer_ != nullptr; }
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
-  // The op (and user line, where known) that produced this node.
+  // The PJRT buffer of a ready node. Throws the node's error if it failed.
+  // (Executor::Materialize makes a deferred node ready first.)
+  const std::shared_ptr<pjrt::Buffer>& buffer() const;
+  // The op that produced this node, and the user's line where known.
   const std::string& origin() const { return origin_; }
   size_t nbytes() const;
 
  private:
+  friend class Executor;
   BufferNode(ir::TensorType type, std::string error)
       : type_(std::move(type)), error_(std::move(error)) {}
   ir::TensorType type_;
   std::shared_ptr<pjrt::Buffer> buffer_;
   std::string origin_;
   std::string error_;
+  std::shared_ptr<PendingOp> producer_;  // while deferred
+  int producer_output_ = 0;
 };
 using NodePtr = std::shared_ptr<BufferNode>;
 

@@ -1,0 +1,54 @@
+#include "ops/common.h"
+
+#include <ATen/ops/empty_strided.h>
+
+#include "lazy/executor.h"
+
+namespace tpu::ops {
+
+at::Tensor MetaOf(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+}
+
+std::optional<at::Tensor> MetaOf(const std::optional<at::Tensor>& t) {
+  if (!t.has_value() || !t->defined()) return t;
+  return MetaOf(*t);
+}
+
+std::vector<at::Tensor> RunMixed(const lazy::Lowering& op, const lazy::Attrs& attrs,
+                                 const std::vector<lazy::Operand>& inputs,
+                                 const std::vector<ir::TensorType>& out_types,
+                                 const std::vector<const at::Tensor*>& dsts) {
+  std::vector<lazy::OutputTarget> targets;
+  for (size_t i = 0; i < out_types.size(); ++i) {
+    lazy::OutputTarget t{out_types[i], nullptr, {}};
+    if (const at::Tensor* d = dsts[i]) {
+      TORCH_CHECK(d->device().type() == c10::DeviceType::PrivateUse1, op.name,
+                  ": expected the output on tpu but got ", d->device());
+      t.slot = SlotOf(*d);
+      t.view = lazy::ViewSpec{d->sizes().vec(), d->strides().vec(), d->storage_offset(),
+                              ToIr(d->scalar_type())};
+    }
+    targets.push_back(std::move(t));
+  }
+  std::vector<lazy::NodePtr> nodes = lazy::Executor::Get().Run(op, attrs, inputs, targets);
+  std::vector<at::Tensor> out(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (dsts[i]) continue;
+    out[i] = EmptyTpu(out_types[i].dims, ToAten(out_types[i].dtype));
+    if (lazy::StorageSlot* slot = SlotOf(out[i])) slot->node = nodes[i];
+  }
+  return out;
+}
+
+ir::Value WrapIndex(ir::Builder& b, ir::Value idx, int64_t size) {
+  idx = ir::Convert(b, idx, ir::DType::S64);
+  const ir::TensorType t = b.type(idx);
+  ir::Value zero = ir::Full(b, ir::ConstantI(b, 0, ir::DType::S64), t.dims);
+  ir::Value n = ir::Full(b, ir::ConstantI(b, size, ir::DType::S64), t.dims);
+  return ir::Select(b, ir::Compare(b, idx, zero, ir::Cmp::LT),
+                    ir::Binary(b, "stablehlo.add", idx, n), idx);
+}
+
+}  // namespace tpu::ops

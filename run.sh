@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh machine, then runs the demo or the tests.
 #   ./run.sh demo    train a small model on the tpu device
-#   ./run.sh test    C++ unit tests (CTest) and Python tests (pytest)
+#   ./run.sh test    C++ unit tests (CTest), then the Python tests (pytest) in
+#                    each eager mode: Strict, Fused, Debug
 #   ./run.sh build   set up and build only
 # Extra arguments after `test` go to pytest.
 set -euo pipefail
@@ -42,7 +43,12 @@ case "${1:-}" in
     shift
     cmake --build "$BUILD" -j "$(nproc)"
     (cd "$BUILD" && ctest --output-on-failure)
-    exec "$VENV/bin/python" -m pytest -q tests "$@"
+    echo "== pytest, Strict Eager"
+    "$VENV/bin/python" -m pytest -q tests "$@"
+    echo "== pytest, Fused Eager"
+    TORCH_TPU_DEFER_AND_FUSE=1 "$VENV/bin/python" -m pytest -q tests "$@"
+    echo "== pytest, Debug Eager"
+    TORCH_TPU_LAUNCH_BLOCKING=1 "$VENV/bin/python" -m pytest -q tests "$@"
     ;;
   *)
     echo "usage: $0 demo|test|build" >&2

@@ -7,7 +7,10 @@
 // already (CPU index tensors, bool masks we convert on the host). Indices
 // that live on the device are not checked: XLA clamps a gather's start
 // index into range and drops scatter updates that fall outside.
+#include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/gather.h>
 #include <ATen/ops/index_add.h>
@@ -301,6 +304,386 @@ Tensor& scatter_reduce_two_out(const Tensor& s, int64_t dim, const Tensor& i, co
   return o;
 }
 
+
+// ---- index_add / index_copy: rows of source written at index along dim ----
+
+// ins = (self, index, source[, alpha]); ints = (dim, accumulate)
+VS LowerIndexAdd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t dim = a.ints[0];
+  Value x = ir::Convert(b, in[0], out[0].dtype);
+  const ir::TensorType xt = b.type(x);
+  Value src = ir::Convert(b, in[2], xt.dtype);
+  const ir::TensorType st = b.type(src);
+  if (in.size() > 3)
+    src = ir::Binary(b, "stablehlo.multiply", src, ir::Full(b, ir::Convert(b, in[3], xt.dtype), st.dims));
+  const int64_t k = st.dims[dim];
+  Value idx = ir::Reshape(b, WrapIndex(b, in[1], xt.dims[dim]), {k, 1});
+  ir::ScatterDims sd;
+  for (int64_t i = 0; i < st.rank(); ++i)
+    if (i != dim) sd.update_window_dims.push_back(i);
+  sd.inserted_window_dims = {dim};
+  sd.scatter_dims_to_operand_dims = {dim};
+  sd.index_vector_dim = 1;
+  return {ir::Scatter(b, x, idx, src, sd, a.ints[1] ? "stablehlo.add" : "")};
+}
+constexpr lazy::Lowering kIndexAdd{"aten::index_add", &LowerIndexAdd};
+
+void IndexAddRun(const char* name, const Tensor& self, int64_t dim, const Tensor& index,
+                 const Tensor& source, const c10::Scalar* alpha, Tensor& out) {
+  CheckTpu(name, self, "self");
+  CheckTpu(name, index, "index");
+  CheckTpu(name, source, "source");
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  CheckIndexHost(index, self.dim() == 0 ? 1 : self.size(d), "index out of range in self");
+  if (!out.is_same(self)) PrepareOut(name, out, self.sizes(), self.scalar_type());
+  if (index.numel() == 0) {
+    if (!out.is_same(self)) out.copy_(self);
+    return;
+  }
+  Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
+  Tensor s = source.dim() == 0 ? source.reshape({1}) : source;
+  std::vector<lazy::Operand> in{OperandOf(x), OperandOf(OnTpu(index)), OperandOf(s)};
+  if (alpha && !(alpha->toComplexDouble() == c10::complex<double>(1, 0)))
+    in.push_back(ScalarOperand(*alpha, self.scalar_type()));
+  RunInto(kIndexAdd, {{d, alpha != nullptr}, {}, {}}, in,
+          {TypeOf(x.sizes(), self.scalar_type())}, {out.dim() == 0 ? out.view({1}) : out});
+}
+Tensor& index_add_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
+                      const c10::Scalar& alpha, Tensor& o) {
+  at::index_add(MetaOf(s), dim, MetaOf(i), MetaOf(src), alpha);
+  IndexAddRun("index_add", s, dim, i, src, &alpha, o);
+  return o;
+}
+Tensor& index_copy_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
+                       Tensor& o) {
+  at::index_copy(MetaOf(s), dim, MetaOf(i), MetaOf(src));
+  IndexAddRun("index_copy", s, dim, i, src, nullptr, o);
+  return o;
+}
+
+// ---- advanced indexing: self[indices] and self[indices] = values ----
+
+// The indices of one advanced-indexing op, prepared on the host.
+struct IndexPlan {
+  std::vector<int64_t> dims;     // indexed dims of self, in order
+  std::vector<Tensor> indices;   // integer tensors on tpu, one per entry of dims
+  std::vector<int64_t> bshape;   // broadcast shape of the indices
+  std::vector<int64_t> perm;     // self dims: indexed first, then the rest
+  std::vector<int64_t> out_perm; // from [bshape, rest] to the result's layout
+  std::vector<int64_t> sizes;    // result sizes
+};
+
+IndexPlan PlanIndex(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+  IndexPlan p;
+  int64_t specified = 0;
+  for (const std::optional<Tensor>& t : indices) {
+    if (!t.has_value() || !t->defined()) { ++specified; continue; }
+    const auto st = t->scalar_type();
+    TORCH_CHECK_INDEX(st == at::kLong || st == at::kInt || st == at::kByte || st == at::kBool,
+                      "tensors used as indices must be long, int, byte or bool tensors");
+    specified += (st == at::kByte || st == at::kBool) ? t->dim() : 1;
+  }
+  TORCH_CHECK_INDEX(specified <= self.dim(), "too many indices for tensor of dimension ",
+                    self.dim(), " (got ", specified, ")");
+  int64_t d = 0;
+  for (const std::optional<Tensor>& t : indices) {
+    if (!t.has_value() || !t->defined()) { ++d; continue; }
+    const auto st = t->scalar_type();
+    if (st == at::kByte || st == at::kBool) {
+      // A mask selects a data-dependent number of elements: its positions
+      // are computed on the host (this syncs with the device).
+      Tensor mask = t->to(at::kCPU, at::kBool);
+      for (int64_t j = 0; j < mask.dim(); ++j)
+        TORCH_CHECK_INDEX(mask.size(j) == self.size(d + j), "The shape of the mask ",
+                          mask.sizes(), " at index ", j,
+                          " does not match the shape of the indexed tensor ", self.sizes(),
+                          " at index ", d + j);
+      Tensor nz = mask.nonzero();
+      for (int64_t j = 0; j < mask.dim(); ++j) {
+        p.dims.push_back(d + j);
+        p.indices.push_back(nz.select(1, j).to(kTpu));
+      }
+      d += mask.dim();
+    } else {
+      CheckIndexHost(*t, self.size(d), "index out of range in self");
+      if (t->device().is_cpu() && t->numel() > 0) {
+        const int64_t lo = t->min().item<int64_t>(), hi = t->max().item<int64_t>();
+        TORCH_CHECK_INDEX(lo >= -self.size(d), "index ", lo, " is out of bounds for dimension ",
+                          d, " with size ", self.size(d));
+        TORCH_CHECK_INDEX(hi < self.size(d), "index ", hi, " is out of bounds for dimension ",
+                          d, " with size ", self.size(d));
+      }
+      p.dims.push_back(d);
+      p.indices.push_back(OnTpu(*t));
+      ++d;
+    }
+  }
+  std::vector<int64_t> bshape;
+  for (const Tensor& t : p.indices) bshape = at::infer_size(bshape, t.sizes());
+  p.bshape = bshape;
+  bool adjacent = true;
+  for (size_t i = 1; i < p.dims.size(); ++i) adjacent &= p.dims[i] == p.dims[i - 1] + 1;
+  std::vector<bool> indexed(self.dim(), false);
+  for (int64_t x : p.dims) indexed[x] = true;
+  p.perm = p.dims;
+  std::vector<int64_t> rest;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (!indexed[i]) {
+      p.perm.push_back(i);
+      rest.push_back(i);
+    }
+  const int64_t nb = static_cast<int64_t>(bshape.size());
+  const int64_t first = adjacent && !p.dims.empty() ? p.dims[0] : 0;
+  // Result layout: rest dims before `first`, then the broadcast dims, then
+  // the remaining rest dims (first == 0 when the indexed dims are apart).
+  for (int64_t i = 0; i < static_cast<int64_t>(rest.size()); ++i)
+    if (rest[i] < first) {
+      p.out_perm.push_back(nb + i);
+      p.sizes.push_back(self.size(rest[i]));
+    }
+  for (int64_t i = 0; i < nb; ++i) {
+    p.out_perm.push_back(i);
+    p.sizes.push_back(bshape[i]);
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(rest.size()); ++i)
+    if (rest[i] >= first) {
+      p.out_perm.push_back(nb + i);
+      p.sizes.push_back(self.size(rest[i]));
+    }
+  return p;
+}
+
+// Attrs: ints = (k, nb, perm..., out_perm..., bshape...).
+lazy::Attrs IndexAttrs(const IndexPlan& p, int64_t extra) {
+  lazy::Attrs a;
+  a.ints = {static_cast<int64_t>(p.dims.size()), static_cast<int64_t>(p.bshape.size()), extra};
+  a.ints.insert(a.ints.end(), p.perm.begin(), p.perm.end());
+  a.ints.insert(a.ints.end(), p.out_perm.begin(), p.out_perm.end());
+  a.ints.insert(a.ints.end(), p.bshape.begin(), p.bshape.end());
+  return a;
+}
+
+struct IndexIr {
+  int64_t k, nb, extra;
+  ir::Dims perm, out_perm, bshape;
+  Value xt;   // self transposed: indexed dims first
+  Value idx;  // [bshape..., k] s64
+  ir::Dims rest_sizes;
+};
+
+IndexIr IndexCommon(Builder& b, const VS& in, const lazy::Attrs& a) {
+  IndexIr r;
+  r.k = a.ints[0];
+  r.nb = a.ints[1];
+  r.extra = a.ints[2];
+  const ir::TensorType xt = b.type(in[0]);
+  auto it = a.ints.begin() + 3;
+  r.perm.assign(it, it + xt.rank());
+  it += xt.rank();
+  r.out_perm.assign(it, it + (r.nb + xt.rank() - r.k));
+  it += r.nb + xt.rank() - r.k;
+  r.bshape.assign(it, a.ints.end());
+  r.xt = ir::Transpose(b, in[0], r.perm);
+  ir::Dims col = r.bshape;
+  col.push_back(1);
+  VS cols;
+  for (int64_t i = 0; i < r.k; ++i) {
+    Value v = ir::BroadcastTo(b, WrapIndex(b, in[1 + i], xt.dims[r.perm[i]]), r.bshape);
+    cols.push_back(ir::Reshape(b, v, col));
+  }
+  r.idx = ir::Concatenate(b, cols, r.nb);
+  for (int64_t i = r.k; i < xt.rank(); ++i) r.rest_sizes.push_back(xt.dims[r.perm[i]]);
+  return r;
+}
+
+ir::Dims Inverse(const ir::Dims& p) {
+  ir::Dims inv(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// ins = (self, idx_0, ..., idx_{k-1})
+VS LowerIndex(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  IndexIr r = IndexCommon(b, in, a);
+  ir::GatherDims gd;
+  ir::Dims slice(r.k, 1), odims = r.bshape;
+  for (int64_t i = 0; i < r.k; ++i) {
+    gd.collapsed_slice_dims.push_back(i);
+    gd.start_index_map.push_back(i);
+  }
+  for (size_t i = 0; i < r.rest_sizes.size(); ++i) {
+    gd.offset_dims.push_back(r.nb + static_cast<int64_t>(i));
+    slice.push_back(r.rest_sizes[i]);
+    odims.push_back(r.rest_sizes[i]);
+  }
+  gd.index_vector_dim = r.nb;
+  Value g = ir::Gather(b, r.xt, r.idx, gd, slice, ir::TensorType{out[0].dtype, odims});
+  return {ir::Transpose(b, g, r.out_perm)};
+}
+constexpr lazy::Lowering kIndex{"aten::index.Tensor", &LowerIndex};
+
+// ins = (self, values, idx_0, ...); extra = accumulate
+VS LowerIndexPut(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  VS ins{in[0]};
+  ins.insert(ins.end(), in.begin() + 2, in.end());
+  IndexIr r = IndexCommon(b, ins, a);
+  ir::Dims udims = r.bshape;  // [bshape, rest]
+  udims.insert(udims.end(), r.rest_sizes.begin(), r.rest_sizes.end());
+  ir::Dims user(udims.size());  // the result layout of self[indices]
+  for (size_t i = 0; i < r.out_perm.size(); ++i) user[i] = udims[r.out_perm[i]];
+  Value v = ir::BroadcastTo(b, ir::Convert(b, in[1], out[0].dtype), user);
+  v = ir::Transpose(b, v, Inverse(r.out_perm));
+  ir::ScatterDims sd;
+  for (int64_t i = 0; i < r.k; ++i) {
+    sd.inserted_window_dims.push_back(i);
+    sd.scatter_dims_to_operand_dims.push_back(i);
+  }
+  for (size_t i = 0; i < r.rest_sizes.size(); ++i)
+    sd.update_window_dims.push_back(r.nb + static_cast<int64_t>(i));
+  sd.index_vector_dim = r.nb;
+  Value s = ir::Scatter(b, r.xt, r.idx, v, sd, r.extra ? "stablehlo.add" : "");
+  return {ir::Transpose(b, s, Inverse(r.perm))};
+}
+constexpr lazy::Lowering kIndexPut{"aten::_index_put_impl_", &LowerIndexPut};
+
+// self[mask] = value (or +=) with one mask over self's leading dims and a
+// single value: a select, with no host sync.
+// ins = (self, mask, value); ints = (accumulate)
+VS LowerMaskedPut(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const ir::Dims& dims = out[0].dims;
+  const ir::TensorType mt = b.type(in[1]);
+  ir::Dims bd;
+  for (int64_t i = 0; i < mt.rank(); ++i) bd.push_back(i);
+  Value mask = ir::BroadcastInDim(b, ir::Convert(b, in[1], DType::PRED), dims, bd);
+  Value v = ir::Full(b, ir::Reshape(b, ir::Convert(b, in[2], out[0].dtype), {}), dims);
+  Value x = ir::Convert(b, in[0], out[0].dtype);
+  if (a.ints[0]) v = ir::Binary(b, out[0].dtype == DType::PRED ? "stablehlo.or" : "stablehlo.add", x, v);
+  return {ir::Select(b, mask, v, x)};
+}
+constexpr lazy::Lowering kMaskedPut{"aten::index_put_.mask", &LowerMaskedPut};
+
+Tensor index_tensor(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+  CheckTpu("index", self, "self");
+  IndexPlan p = PlanIndex(self, indices);
+  int64_t n = 1;
+  for (int64_t s : p.sizes) n *= s;
+  if (p.dims.empty()) return self.clone();
+  if (n == 0) return EmptyTpu(p.sizes, self.scalar_type());
+  std::vector<lazy::Operand> in{OperandOf(self)};
+  for (const Tensor& t : p.indices) in.push_back(OperandOf(t));
+  return Run1(kIndex, IndexAttrs(p, 0), in, TypeOf(p.sizes, self.scalar_type()));
+}
+Tensor& index_tensor_out(const Tensor& self, const c10::List<std::optional<Tensor>>& indices,
+                         Tensor& out) {
+  Tensor r = index_tensor(self, indices);
+  PrepareOut("index", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
+Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& indices,
+                        const Tensor& values, bool accumulate, bool) {
+  CheckTpu("index_put_", self, "self");
+  CheckTpu("index_put_", values, "values");
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "Index put requires the source and "
+              "destination dtypes match, got ", self.scalar_type(), " for the destination and ",
+              values.scalar_type(), " for the source.");
+  if (indices.size() == 1 && values.numel() == 1) {
+    const std::optional<Tensor> t = indices.get(0);
+    if (t.has_value() && t->defined() && t->scalar_type() == at::kBool &&
+        t->device().type() == c10::DeviceType::PrivateUse1 && t->dim() <= self.dim()) {
+      for (int64_t j = 0; j < t->dim(); ++j)
+        TORCH_CHECK_INDEX(t->size(j) == self.size(j), "The shape of the mask ", t->sizes(),
+                          " at index ", j, " does not match the shape of the indexed tensor ",
+                          self.sizes(), " at index ", j);
+      RunInto(kMaskedPut, {{accumulate}, {}, {}},
+              {OperandOf(self), OperandOf(*t), OperandOf(values)},
+              {TypeOf(self.sizes(), self.scalar_type())}, {self});
+      return self;
+    }
+  }
+  IndexPlan p = PlanIndex(self, indices);
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), p.sizes), "shape mismatch: value tensor of "
+              "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
+              at::IntArrayRef(p.sizes));
+  int64_t n = 1;
+  for (int64_t s : p.sizes) n *= s;
+  if (n == 0) return self;
+  if (p.dims.empty()) return self.copy_(accumulate ? at::add(self, values) : values.expand(self.sizes()));
+  std::vector<lazy::Operand> in{OperandOf(self), OperandOf(values)};
+  for (const Tensor& t : p.indices) in.push_back(OperandOf(t));
+  RunInto(kIndexPut, IndexAttrs(p, accumulate), in, {TypeOf(self.sizes(), self.scalar_type())},
+          {self});
+  return self;
+}
+
+// ---- masked_select: the elements of self where mask is true, as 1-d ----
+
+// The number of selected elements decides the result's shape, so the mask
+// is read on the host (a sync) and the op becomes a gather.
+Tensor masked_select_tpu(const Tensor& self, const Tensor& mask) {
+  CheckTpu("masked_select", self, "self");
+  CheckTpu("masked_select", mask, "mask");
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  auto shape = at::infer_size(self.sizes(), mask.sizes());
+  Tensor s = self.expand(shape), m = mask.expand(shape);
+  c10::List<std::optional<Tensor>> idx;
+  idx.push_back(m);
+  return index_tensor(s.reshape({-1}).view(shape), idx).reshape({-1});
+}
+Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
+  Tensor r = masked_select_tpu(self, mask);
+  PrepareOut("masked_select", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
+// ---- embedding backward ----
+
+// ins = (grad [N, D], indices [N]); ints = (num_weights, padding_idx, scale)
+VS LowerEmbeddingBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t nw = a.ints[0], pad = a.ints[1];
+  const DType acc = ir::IsFloat(out[0].dtype) && ir::BitWidth(out[0].dtype) < 32 ? DType::F32
+                                                                                  : out[0].dtype;
+  Value g = ir::Convert(b, in[0], acc);
+  const ir::Dims gd = b.type(g).dims;  // [N, D]
+  const int64_t n = gd[0];
+  Value idx = ir::Convert(b, in[1], DType::S64);
+  Value keep = ir::Compare(b, idx, ir::Full(b, ir::ConstantI(b, pad, DType::S64), {n}), ir::Cmp::NE);
+  g = ir::Select(b, ir::BroadcastInDim(b, keep, gd, {0}), g,
+                 ir::Full(b, ir::ConstantI(b, 0, acc), gd));
+  if (a.ints[2]) {  // scale_grad_by_freq: divide each row by its index's count
+    ir::ScatterDims cd;
+    cd.inserted_window_dims = {0};
+    cd.scatter_dims_to_operand_dims = {0};
+    cd.index_vector_dim = 1;
+    Value counts = ir::Scatter(b, ir::Full(b, ir::ConstantI(b, 0, acc), {nw}), idx,
+                               ir::Full(b, ir::ConstantI(b, 1, acc), {n}), cd, "stablehlo.add");
+    Value c = ir::Take(b, counts, idx);
+    g = ir::Binary(b, "stablehlo.divide", g, ir::BroadcastInDim(b, c, gd, {0}));
+  }
+  ir::ScatterDims sd;
+  sd.update_window_dims = {1};
+  sd.inserted_window_dims = {0};
+  sd.scatter_dims_to_operand_dims = {0};
+  sd.index_vector_dim = 1;
+  Value r = ir::Scatter(b, ir::Full(b, ir::ConstantI(b, 0, acc), {nw, gd[1]}),
+                        ir::Reshape(b, idx, {n, 1}), g, sd, "stablehlo.add");
+  return {ir::Convert(b, r, out[0].dtype)};
+}
+constexpr lazy::Lowering kEmbeddingBackward{"aten::embedding_dense_backward",
+                                            &LowerEmbeddingBackward};
+
+Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                                int64_t padding_idx, bool scale_grad_by_freq) {
+  CheckTpu("embedding_dense_backward", grad, "grad_output");
+  CheckTpu("embedding_dense_backward", indices, "indices");
+  const int64_t d = grad.size(-1);
+  const int64_t n = indices.numel();
+  if (n == 0) return at::zeros({num_weights, d}, grad.options());
+  return Run1(kEmbeddingBackward, {{num_weights, padding_idx, scale_grad_by_freq}, {}, {}},
+              {OperandOf(grad.reshape({n, d})), OperandOf(indices.reshape({n}))},
+              TypeOf({num_weights, d}, grad.scalar_type()));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -316,6 +699,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter.value_reduce_out", TORCH_FN(scatter_value_reduce_out));
   m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
   m.impl("scatter_reduce.two_out", TORCH_FN(scatter_reduce_two_out));
+  m.impl("index_add.out", TORCH_FN(index_add_out));
+  m.impl("index_copy.out", TORCH_FN(index_copy_out));
+  m.impl("index.Tensor", TORCH_FN(index_tensor));
+  m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));
+  m.impl("_index_put_impl_", TORCH_FN(index_put_impl_));
+  m.impl("masked_select", TORCH_FN(masked_select_tpu));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
 }
 
 }  // namespace tpu::ops

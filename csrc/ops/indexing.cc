@@ -684,6 +684,93 @@ Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64
               TypeOf({num_weights, d}, grad.scalar_type()));
 }
 
+
+// ---- index_fill_: value written at index along dim ----
+
+// ins = (self, index, value); ints = (dim)
+VS LowerIndexFill(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t dim = a.ints[0];
+  Value x = in[0];
+  const ir::TensorType xt = b.type(x);
+  const int64_t k = b.type(in[1]).numel();
+  ir::Dims udims = xt.dims;
+  udims[dim] = k;
+  Value upd = ir::Full(b, ir::Reshape(b, ir::Convert(b, in[2], xt.dtype), {}), udims);
+  Value idx = ir::Reshape(b, WrapIndex(b, in[1], xt.dims[dim]), {k, 1});
+  ir::ScatterDims sd;
+  for (int64_t i = 0; i < xt.rank(); ++i)
+    if (i != dim) sd.update_window_dims.push_back(i);
+  sd.inserted_window_dims = {dim};
+  sd.scatter_dims_to_operand_dims = {dim};
+  sd.index_vector_dim = 1;
+  return {ir::Scatter(b, x, idx, upd, sd, "")};
+}
+constexpr lazy::Lowering kIndexFill{"aten::index_fill_", &LowerIndexFill};
+
+Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index, lazy::Operand value) {
+  CheckTpu("index_fill_", self, "self");
+  CheckTpu("index_fill_", index, "index");
+  TORCH_CHECK_INDEX(index.dim() <= 1, "Index has to be a vector/scalar");
+  TORCH_CHECK(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  CheckIndexHost(index, self.dim() == 0 ? 1 : self.size(d), "index out of range in self");
+  if (index.numel() == 0 || self.numel() == 0) return self;
+  Tensor x = self.dim() == 0 ? self.view({1}) : self;
+  RunInto(kIndexFill, {{d}, {}, {}}, {OperandOf(x), OperandOf(OnTpu(index)), value},
+          {TypeOf(x.sizes(), self.scalar_type())}, {x});
+  return self;
+}
+Tensor& index_fill_scalar(Tensor& s, int64_t dim, const Tensor& i, const c10::Scalar& v) {
+  return IndexFillRun(s, dim, i, ScalarOperand(v, s.scalar_type()));
+}
+Tensor& index_fill_tensor(Tensor& s, int64_t dim, const Tensor& i, const Tensor& v) {
+  TORCH_CHECK(v.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got "
+              "tensor with ", v.dim(), " dimension(s).");
+  return IndexFillRun(s, dim, i, OperandOf(v));
+}
+
+// ---- masked_scatter_: source's elements, in order, where mask is true ----
+
+// Position of each element in source = (number of true mask elements up to
+// and including it) - 1, a cumulative sum: no host sync needed.
+// ins = (self, mask, source)
+VS LowerMaskedScatter(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::Dims& dims = out[0].dims;
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  Value x = ir::Reshape(b, in[0], {n});
+  Value m = ir::Reshape(b, ir::BroadcastTo(b, ir::Convert(b, in[1], DType::PRED), dims), {n});
+  Value cnt = ir::CumReduce(b, ir::Convert(b, m, DType::S64), ir::ConstantI(b, 0, DType::S64), 0,
+                            "stablehlo.add");
+  const int64_t ns = b.type(in[2]).numel();
+  Value pos = ir::Binary(b, "stablehlo.subtract", cnt, ir::Full(b, ir::ConstantI(b, 1, DType::S64), {n}));
+  pos = ir::Max(b, ir::Min(b, pos, ir::Full(b, ir::ConstantI(b, ns - 1, DType::S64), {n})),
+                ir::Full(b, ir::ConstantI(b, 0, DType::S64), {n}));
+  Value src = ir::Take(b, ir::Reshape(b, ir::Convert(b, in[2], out[0].dtype), {ns}), pos);
+  return {ir::Reshape(b, ir::Select(b, m, src, x), dims)};
+}
+constexpr lazy::Lowering kMaskedScatter{"aten::masked_scatter_", &LowerMaskedScatter};
+
+// CPU raises when source has fewer elements than mask has true values; that
+// count lives on the device, so it is not checked here (the last source
+// element is repeated instead).
+Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
+  CheckTpu("masked_scatter_", self, "self");
+  CheckTpu("masked_scatter_", mask, "mask");
+  CheckTpu("masked_scatter_", source, "source");
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but "
+              "got mask with dtype ", mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter: expected self and "
+              "source to have same dtypes but got", self.scalar_type(), " and ",
+              source.scalar_type());
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_scatter_: expected mask "
+              "to be broadcastable to self");
+  if (self.numel() == 0 || source.numel() == 0) return self;
+  RunInto(kMaskedScatter, {}, {OperandOf(self), OperandOf(mask), OperandOf(source)},
+          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  return self;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -707,6 +794,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_select", TORCH_FN(masked_select_tpu));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+  m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar));
+  m.impl("index_fill_.int_Tensor", TORCH_FN(index_fill_tensor));
+  m.impl("masked_scatter_", TORCH_FN(masked_scatter_));
 }
 
 }  // namespace tpu::ops

@@ -56,6 +56,7 @@ enum class Store : int64_t { kFresh = 0, kWhole = 1, kPartial = 2 };
 // A recorded op. Its inputs keep their nodes alive until it has run; its
 // results are deferred nodes that point back at it.
 struct PendingOp {
+  int index = 0;  // position in the pending batch
   Lowering op;
   Attrs attrs;
   std::vector<Operand> inputs;
@@ -189,6 +190,7 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     if (o.slot) o.slot->node = node;
     results.push_back(std::move(node));
   }
+  rec->index = static_cast<int>(pending_.size());
   pending_.push_back(std::move(rec));
   const EagerMode mode = CurrentMode();
   if (mode != EagerMode::kDeferAndFuse || pending_.size() >= max_pending_) FlushLocked();
@@ -229,19 +231,16 @@ void Executor::FlushLocked() {
   struct Ref {
     int param = -1, rec = -1, out = -1;
   };
-  std::unordered_map<const PendingOp*, int> rec_index;
-  for (size_t r = 0; r < batch.size(); ++r) rec_index[batch[r].get()] = static_cast<int>(r);
   std::vector<const BufferNode*> params;
-  std::unordered_map<const BufferNode*, int> internal_refs;
   std::string failure;
   auto ref_of = [&](const NodePtr& n) {
     Ref ref;
     if (n->deferred()) {
-      auto it = rec_index.find(n->producer_.get());
-      if (it == rec_index.end()) throw std::logic_error("tpu: deferred node outside the batch");
-      ref.rec = it->second;
+      ref.rec = n->producer_->index;
+      if (ref.rec >= static_cast<int>(batch.size()) || batch[ref.rec] != n->producer_)
+        throw std::logic_error("tpu: deferred node outside the batch");
       ref.out = n->producer_output_;
-      ++internal_refs[n.get()];
+      ++n->flush_uses_;
       return ref;
     }
     if (n->failed() && failure.empty()) failure = n->error();
@@ -254,11 +253,10 @@ void Executor::FlushLocked() {
     ref.param = static_cast<int>(params.size()) - 1;
     return ref;
   };
+  // Internal references hold their node, so the lock always succeeds.
   auto type_of = [&](const Ref& r) -> const ir::TensorType& {
     if (r.param >= 0) return params[r.param]->type();
-    return batch[r.rec]->outs[r.out].result.lock()
-               ? batch[r.rec]->outs[r.out].result.lock()->type()
-               : batch[r.rec]->outs[r.out].type;
+    return batch[r.rec]->outs[r.out].result.lock()->type();
   };
   std::vector<std::vector<Ref>> in_refs(batch.size());
   std::vector<std::vector<Ref>> base_refs(batch.size());
@@ -274,8 +272,8 @@ void Executor::FlushLocked() {
     for (size_t o = 0; o < batch[r]->outs.size(); ++o) {
       NodePtr n = batch[r]->outs[o].result.lock();
       if (!n) continue;
-      auto it = internal_refs.find(n.get());
-      const long internal = it == internal_refs.end() ? 0 : it->second;
+      const long internal = n->flush_uses_;
+      n->flush_uses_ = 0;
       if (n.use_count() - 1 > internal) {
         live.push_back(n);
         live_at.emplace_back(static_cast<int>(r), static_cast<int>(o));

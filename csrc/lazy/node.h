@@ -56,6 +56,7 @@ class BufferNode {
   std::string error_;
   std::shared_ptr<PendingOp> producer_;  // while deferred
   int producer_output_ = 0;
+  int flush_uses_ = 0;  // Executor::FlushLocked: references from the batch
 };
 using NodePtr = std::shared_ptr<BufferNode>;
 

@@ -193,7 +193,19 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
   rec->index = static_cast<int>(pending_.size());
   pending_.push_back(std::move(rec));
   const EagerMode mode = CurrentMode();
-  if (mode != EagerMode::kDeferAndFuse || pending_.size() >= max_pending_) FlushLocked();
+  if (mode != EagerMode::kDeferAndFuse) {
+    FlushLocked();
+  } else {
+    // The op's structure (not its data): name, attrs, input views.
+    uint64_t sig = reinterpret_cast<uintptr_t>(op.name) * 1099511628211ULL;
+    auto mix = [&sig](int64_t v) { sig = (sig ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };
+    for (int64_t v : attrs.ints) mix(v);
+    for (const Operand& in : inputs) {
+      for (int64_t d : in.view.sizes) mix(d);
+      mix(static_cast<int64_t>(in.view.dtype));
+    }
+    if (ShouldCut(sig)) FlushLocked();
+  }
   if (mode == EagerMode::kDeferNeverLaunchBlocking) {
     for (const NodePtr& n : results) {
       if (n->failed()) throw std::runtime_error(n->error());
@@ -205,6 +217,29 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     }
   }
   return results;
+}
+
+bool Executor::ShouldCut(uint64_t sig) {
+  const size_t n = pending_.size();
+  history_.push_back(sig);
+  if (history_.size() > 2 * max_pending_) history_.erase(history_.begin(), history_.end() - max_pending_);
+  const size_t h = history_.size();
+  if (period_ && (h <= period_ || history_[h - 1] != history_[h - 1 - period_])) period_ = 0;
+  if (period_) {
+    const size_t per_batch = std::max<size_t>(1, max_pending_ / period_) * period_;
+    return n >= per_batch;
+  }
+  if (n < max_pending_) return false;
+  // At the limit: look for the shortest period in the recent history.
+  for (size_t p = 1; 2 * p <= h && p <= max_pending_ / 2; ++p) {
+    bool repeats = true;
+    for (size_t i = 0; i < p && repeats; ++i) repeats = history_[h - 1 - i] == history_[h - 1 - i - p];
+    if (repeats) {
+      period_ = p;
+      break;
+    }
+  }
+  return true;
 }
 
 void Executor::Flush() {

@@ -74,9 +74,17 @@ class Executor {
                                                   const std::function<std::string()>& print);
   void FlushLocked();
 
+  // Fused Eager cuts the op stream where it repeats (one layer, one step):
+  // once the signatures of the last ops show a period, batches hold a whole
+  // number of periods and start at the same phase, so each batch compiles
+  // once and then hits the cache.
+  bool ShouldCut(uint64_t signature);
+
   mutable std::recursive_mutex exec_mu_;  // recording and flushing
   std::vector<std::shared_ptr<PendingOp>> pending_;
   size_t max_pending_ = 2048;
+  std::vector<uint64_t> history_;  // op signatures, most recent last
+  size_t period_ = 0;              // detected period of the stream, 0 if none
 
   std::mutex mu_;  // the cache and stats
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;

@@ -1,0 +1,100 @@
+"""Fused Eager: deferral, materialization points, fusion, and cutting the
+op stream where it repeats."""
+
+import torch
+import torch.nn.functional as F
+import torch_tpu
+from torch_tpu import EagerMode
+
+
+def test_ops_defer_until_a_value_is_needed():
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        xc = torch.randn(6, 5)
+        x = xc.to("tpu")
+        y = (x * 2 + 1).tanh().sum(1)
+        assert not torch_tpu.is_materialized(y)
+        assert torch_tpu._C._pending_ops() >= 4
+        torch.testing.assert_close(y.cpu(), (xc * 2 + 1).tanh().sum(1))
+        assert torch_tpu.is_materialized(y)
+        assert torch_tpu._C._pending_ops() == 0
+
+
+def test_materialization_points():
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        x = torch.arange(6.0).to("tpu") * 3
+        assert x.sum().item() == 45.0                       # item
+        assert (x > 4).tolist() == [False, False, True, True, True, True]  # tolist
+        y = x + 1
+        torch_tpu.synchronize([y])                          # explicit
+        assert torch_tpu.is_materialized(y)
+        z = x - 1
+        torch.tpu.synchronize()                             # device-wide
+        assert torch_tpu.is_materialized(z)
+        w = x * 0
+        assert "0." in str(w.cpu())
+        if bool((x > 100).any().cpu()):                     # data-dependent control flow
+            raise AssertionError
+
+
+def test_one_program_for_a_chain_and_intermediates_not_kept():
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        x = torch.randn(16, 16).to("tpu")
+        s0 = torch.tpu._get_cache_stats()
+        y = x
+        for _ in range(20):
+            y = torch.relu(y * 0.9 + 0.1)
+        out = y.cpu()
+        s1 = torch.tpu._get_cache_stats()
+        assert s1["launches"] - s0["launches"] == 1
+        ref = x.cpu()
+        for _ in range(20):
+            ref = torch.relu(ref * 0.9 + 0.1)
+        torch.testing.assert_close(out, ref)
+
+
+def test_in_place_and_views_inside_a_fused_program():
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        base_c = torch.randn(4, 6)
+        base = base_c.to("tpu")
+        v = base[:, 1:4]
+        v.mul_(2)
+        base[0].add_(10)
+        base_c[:, 1:4].mul_(2)
+        base_c[0].add_(10)
+        torch.testing.assert_close(base.cpu(), base_c)
+
+
+def test_training_loop_without_reads_cuts_at_the_step_and_hits_the_cache():
+    torch.manual_seed(0)
+    model_c = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    model.load_state_dict(model_c.state_dict())
+    model = model.to("tpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt_c = torch.optim.SGD(model_c.parameters(), lr=0.1)
+    x, y = torch.randn(32, 8), torch.randint(0, 4, (32,))
+    xt, yt = x.to("tpu"), y.to("tpu")
+    torch_tpu._C._set_max_pending_ops(200)
+    try:
+        with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+            for step in range(60):
+                loss = F.cross_entropy(model(xt), yt)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step == 30:
+                    s_mid = torch.tpu._get_cache_stats()
+            final = loss.item()
+            s_end = torch.tpu._get_cache_stats()
+    finally:
+        torch_tpu._C._set_max_pending_ops(2048)
+    for _ in range(60):
+        loss_c = F.cross_entropy(model_c(x), y)
+        opt_c.zero_grad()
+        loss_c.backward()
+        opt_c.step()
+    torch.testing.assert_close(final, loss_c.item(), rtol=1e-4, atol=1e-5)
+    # After the period is found, every batch has the same structure: the
+    # second half of the loop compiles nothing new.
+    assert s_end["launches"] > s_mid["launches"]
+    assert s_end["requests"] - s_end["hits"] <= s_mid["requests"] - s_mid["hits"] + 1

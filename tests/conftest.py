@@ -19,9 +19,6 @@ import zlib
 import pytest
 import torch
 
-TPU = torch.device("tpu")
-
-
 def _seed_for(nodeid: str) -> int:
     return zlib.crc32(nodeid.encode("utf-8")) & 0x7FFFFFFF
 
@@ -44,11 +41,6 @@ def highest_matmul_precision():
         yield
     finally:
         torch.set_float32_matmul_precision(prev)
-
-
-@pytest.fixture
-def tpu():
-    return TPU
 
 
 # ----------------------------------------------------- background processes --
@@ -86,13 +78,13 @@ def pytest_collection_finish(session):
     for item in session.items:
         marker = item.get_closest_marker("subprocesses")
         if marker is not None:
-            item.stash[_PROCS] = {name: (_start(code, env), code)
+            item.stash[_PROCS] = {name: _start(code, env)
                                   for name, (code, env) in marker.kwargs.items()}
 
 
 def pytest_sessionfinish(session):
     for item in session.items:
-        for proc, _ in item.stash.get(_PROCS, {}).values():
+        for proc in item.stash.get(_PROCS, {}).values():
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
@@ -103,7 +95,7 @@ def subprocess_results(request):
     procs = request.node.stash.get(_PROCS, None)
     assert procs is not None, "test needs @pytest.mark.subprocesses(...)"
     results = {}
-    for name, (proc, code) in procs.items():
+    for name, proc in procs.items():
         try:
             out, err = proc.communicate(timeout=180)
         except subprocess.TimeoutExpired:

@@ -240,9 +240,10 @@ def test_cache_stats_hits_on_repeat():
 
 
 def test_cache_stats_miss_on_new_shape():
-    s1 = torch.tpu._get_cache_stats()
     # A shape no other test uses: needs a compile.
-    x = torch.ones(3, 5, 11, 2, device=TPU)
+    x = torch.ones(3, 5, 11, 2).to(TPU)
+    torch.tpu.synchronize()
+    s1 = torch.tpu._get_cache_stats()
     (x.sin() * 3).cpu()
     s2 = torch.tpu._get_cache_stats()
     assert s2["requests"] > s1["requests"]

@@ -11,11 +11,6 @@ at::Tensor MetaOf(const at::Tensor& t) {
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
 }
 
-std::optional<at::Tensor> MetaOf(const std::optional<at::Tensor>& t) {
-  if (!t.has_value() || !t->defined()) return t;
-  return MetaOf(*t);
-}
-
 std::vector<at::Tensor> RunMixed(const lazy::Lowering& op, const lazy::Attrs& attrs,
                                  const std::vector<lazy::Operand>& inputs,
                                  const std::vector<ir::TensorType>& out_types,

@@ -20,9 +20,11 @@ inline int64_t IrCode(at::ScalarType t) { return static_cast<int64_t>(ToIr(t)); 
 
 // A meta tensor with t's sizes, strides and dtype. Running an ATen op on
 // meta arguments validates them with PyTorch's own checks and messages and
-// gives the result's sizes and dtype without touching data.
+// gives the result's sizes and dtype without touching data. Only for ops
+// whose meta kernel is C++: many are Python decompositions once
+// torch._meta_registrations is loaded (about 0.1-2 ms a call, and they may
+// raise other exception types than CPU does).
 at::Tensor MetaOf(const at::Tensor& t);
-std::optional<at::Tensor> MetaOf(const std::optional<at::Tensor>& t);
 
 // Runs `op`; output i goes into *dsts[i] when dsts[i] is non-null (in-place
 // update of an existing tensor, e.g. batch norm's running stats) and into a

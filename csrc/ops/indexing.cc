@@ -12,13 +12,7 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/native/Resize.h>
-#include <ATen/ops/gather.h>
-#include <ATen/ops/index_add.h>
-#include <ATen/ops/index_copy.h>
-#include <ATen/ops/index_select.h>
-#include <ATen/ops/scatter.h>
-#include <ATen/ops/scatter_add.h>
-#include <ATen/ops/scatter_reduce.h>
+#include <ATen/native/ScatterGatherChecks.h>
 #include <c10/util/irange.h>
 #include <torch/library.h>
 
@@ -72,18 +66,23 @@ Tensor OnTpu(const Tensor& t) { return t.device().is_cpu() ? t.to(kTpu) : t; }
 
 Tensor IndexSelectRun(const Tensor& self, int64_t dim, const Tensor& index, Tensor* out) {
   CheckTpu("index_select", self, "self");
-  Tensor meta = at::index_select(MetaOf(self), dim, MetaOf(index));
-  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (self.dim() > 0) sizes[d] = index.numel();
+  const bool empty = self.numel() == 0 || index.numel() == 0;
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   CheckIndexHost(index, x.size(d), "index out of range in self");
-  const ir::TensorType tt = TypeOf(meta.sizes(), self.scalar_type());
+  const ir::TensorType tt = TypeOf(sizes, self.scalar_type());
   if (out) {
-    PrepareOut("index_select", *out, meta.sizes(), self.scalar_type());
-    if (meta.numel() > 0)
+    PrepareOut("index_select", *out, sizes, self.scalar_type());
+    if (!empty)
       RunInto(kIndexSelect, {{d}, {}, {}}, {OperandOf(x), OperandOf(OnTpu(index))}, {tt}, {*out});
     return *out;
   }
-  if (meta.numel() == 0) return EmptyTpu(meta.sizes(), self.scalar_type());
+  if (empty) return EmptyTpu(sizes, self.scalar_type());
   return Run1(kIndexSelect, {{d}, {}, {}}, {OperandOf(x), OperandOf(OnTpu(index))}, tt);
 }
 Tensor index_select(const Tensor& s, int64_t dim, const Tensor& i) {
@@ -202,17 +201,19 @@ constexpr lazy::Lowering kScatter{"aten::scatter", &LowerScatter};
 Tensor GatherRun(const Tensor& self, int64_t dim, const Tensor& index, Tensor* out) {
   CheckTpu("gather", self, "self");
   CheckTpu("gather", index, "index");
-  Tensor meta = at::gather(MetaOf(self), dim, MetaOf(index));
-  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  at::native::scatter_gather_dtype_check("gather", self, index, std::nullopt);
+  at::native::gather_shape_check(self, d, index);
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
-  const ir::TensorType tt = TypeOf(meta.sizes(), self.scalar_type());
+  const bool empty = self.numel() == 0 || index.numel() == 0;
+  const ir::TensorType tt = TypeOf(index.sizes(), self.scalar_type());
   if (out) {
-    PrepareOut("gather", *out, meta.sizes(), self.scalar_type());
-    if (meta.numel() > 0) RunInto(kGather, {{d}, {}, {}}, {OperandOf(x), OperandOf(i)}, {tt}, {*out});
+    PrepareOut("gather", *out, index.sizes(), self.scalar_type());
+    if (!empty) RunInto(kGather, {{d}, {}, {}}, {OperandOf(x), OperandOf(i)}, {tt}, {*out});
     return *out;
   }
-  if (meta.numel() == 0) return EmptyTpu(meta.sizes(), self.scalar_type());
+  if (empty) return EmptyTpu(index.sizes(), self.scalar_type());
   return Run1(kGather, {{d}, {}, {}}, {OperandOf(x), OperandOf(i)}, tt);
 }
 Tensor gather(const Tensor& s, int64_t dim, const Tensor& i, bool) { return GatherRun(s, dim, i, nullptr); }
@@ -236,12 +237,15 @@ int64_t ReduceCode(c10::string_view r, bool two) {
 }
 
 // Writes scatter's result into dst (self for the in-place forms, out) or
-// returns a new tensor. `meta` has run the functional op on meta tensors.
+// returns a new tensor. Validates with PyTorch's own scatter checks.
 Tensor ScatterRun(const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src,
                   const c10::Scalar* value, int64_t red, bool include_self, Tensor* dst) {
   CheckTpu("scatter", self, "self");
   CheckTpu("scatter", index, "index");
-  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  const std::optional<Tensor> src_opt = src ? std::optional<Tensor>(*src) : std::nullopt;
+  at::native::scatter_gather_dtype_check("scatter", self, index, src_opt);
+  at::native::scatter_shape_check(self, d, index, src_opt);
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
   std::vector<lazy::Operand> in{OperandOf(x), OperandOf(i)};
@@ -269,37 +273,31 @@ Tensor ScatterRun(const Tensor& self, int64_t dim, const Tensor& index, const Te
 }
 
 Tensor& scatter_src_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src, Tensor& o) {
-  at::scatter(MetaOf(s), dim, MetaOf(i), MetaOf(src));
   ScatterRun(s, dim, i, &src, nullptr, kNone, true, &o);
   return o;
 }
 Tensor& scatter_value_out(const Tensor& s, int64_t dim, const Tensor& i, const c10::Scalar& v,
                           Tensor& o) {
-  at::scatter(MetaOf(s), dim, MetaOf(i), v);
   ScatterRun(s, dim, i, nullptr, &v, kNone, true, &o);
   return o;
 }
 Tensor& scatter_reduce_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
                            c10::string_view reduce, Tensor& o) {
-  at::scatter(MetaOf(s), dim, MetaOf(i), MetaOf(src), reduce);
   ScatterRun(s, dim, i, &src, nullptr, ReduceCode(reduce, false), true, &o);
   return o;
 }
 Tensor& scatter_value_reduce_out(const Tensor& s, int64_t dim, const Tensor& i,
                                  const c10::Scalar& v, c10::string_view reduce, Tensor& o) {
-  at::scatter(MetaOf(s), dim, MetaOf(i), v, reduce);
   ScatterRun(s, dim, i, nullptr, &v, ReduceCode(reduce, false), true, &o);
   return o;
 }
 Tensor& scatter_add_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
                         Tensor& o) {
-  at::scatter_add(MetaOf(s), dim, MetaOf(i), MetaOf(src));
   ScatterRun(s, dim, i, &src, nullptr, kSum, true, &o);
   return o;
 }
 Tensor& scatter_reduce_two_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
                                c10::string_view reduce, bool include_self, Tensor& o) {
-  at::scatter_reduce(MetaOf(s), dim, MetaOf(i), MetaOf(src), reduce, include_self);
   ScatterRun(s, dim, i, &src, nullptr, ReduceCode(reduce, true), include_self, &o);
   return o;
 }
@@ -348,15 +346,38 @@ void IndexAddRun(const char* name, const Tensor& self, int64_t dim, const Tensor
   RunInto(kIndexAdd, {{d, alpha != nullptr}, {}, {}}, in,
           {TypeOf(x.sizes(), self.scalar_type())}, {out.dim() == 0 ? out.view({1}) : out});
 }
+void CheckIndexAdd(const char* name, const Tensor& self, int64_t dim, const Tensor& index,
+                   const Tensor& source) {
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(index.dim() <= 1, name, "(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, name,
+              "(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), name, "(): self (",
+              self.scalar_type(), ") and source (", source.scalar_type(),
+              ") must have the same scalar type");
+  TORCH_CHECK(self.dim() == source.dim() || (self.dim() <= 1 && source.dim() <= 1), name,
+              "(): When source and destination are not scalars, their dimensionality must "
+              "match. Source dimensionality (", source.dim(), "), destination dimensionality (",
+              self.dim(), ")");
+  const int64_t n = source.dim() == 0 ? 1 : source.size(d);
+  TORCH_CHECK(index.numel() == n, name, "(): Number of indices (", index.numel(),
+              ") should be equal to source.size(dim) (", n, ")");
+  for (int64_t i = 0; i < self.dim() && self.dim() == source.dim(); ++i)
+    if (i != d)
+      TORCH_CHECK(self.size(i) == source.size(i), name, "(): source and destination slices "
+                  "have inconsistent shapes at dimension ", i, ": self ", self.sizes(),
+                  ", source ", source.sizes());
+}
+
 Tensor& index_add_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
                       const c10::Scalar& alpha, Tensor& o) {
-  at::index_add(MetaOf(s), dim, MetaOf(i), MetaOf(src), alpha);
+  CheckIndexAdd("index_add_", s, dim, i, src);
   IndexAddRun("index_add", s, dim, i, src, &alpha, o);
   return o;
 }
 Tensor& index_copy_out(const Tensor& s, int64_t dim, const Tensor& i, const Tensor& src,
                        Tensor& o) {
-  at::index_copy(MetaOf(s), dim, MetaOf(i), MetaOf(src));
+  CheckIndexAdd("index_copy_", s, dim, i, src);
   IndexAddRun("index_copy", s, dim, i, src, nullptr, o);
   return o;
 }
@@ -405,7 +426,6 @@ IndexPlan PlanIndex(const Tensor& self, const c10::List<std::optional<Tensor>>& 
       }
       d += mask.dim();
     } else {
-      CheckIndexHost(*t, self.size(d), "index out of range in self");
       if (t->device().is_cpu() && t->numel() > 0) {
         const int64_t lo = t->min().item<int64_t>(), hi = t->max().item<int64_t>();
         TORCH_CHECK_INDEX(lo >= -self.size(d), "index ", lo, " is out of bounds for dimension ",
@@ -587,7 +607,7 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
   TORCH_CHECK(self.scalar_type() == values.scalar_type(), "Index put requires the source and "
               "destination dtypes match, got ", self.scalar_type(), " for the destination and ",
               values.scalar_type(), " for the source.");
-  if (indices.size() == 1 && values.numel() == 1) {
+  if (indices.size() == 1 && values.numel() == 1 && values.dim() <= 1) {
     const std::optional<Tensor> t = indices.get(0);
     if (t.has_value() && t->defined() && t->scalar_type() == at::kBool &&
         t->device().type() == c10::DeviceType::PrivateUse1 && t->dim() <= self.dim()) {
@@ -628,7 +648,7 @@ Tensor masked_select_tpu(const Tensor& self, const Tensor& mask) {
   Tensor s = self.expand(shape), m = mask.expand(shape);
   c10::List<std::optional<Tensor>> idx;
   idx.push_back(m);
-  return index_tensor(s.reshape({-1}).view(shape), idx).reshape({-1});
+  return index_tensor(s, idx).reshape({-1});
 }
 Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
   Tensor r = masked_select_tpu(self, mask);

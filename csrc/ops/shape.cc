@@ -2,12 +2,9 @@
 // clamp, sort/topk and cumulative sums/products.
 #include <ATen/WrapDimUtils.h>
 #include <ATen/WrapDimUtilsMulti.h>
-#include <ATen/ops/cat.h>
-#include <ATen/ops/clamp.h>
-#include <ATen/ops/clamp_max.h>
-#include <ATen/ops/clamp_min.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/ops/constant_pad_nd.h>
-#include <ATen/ops/topk.h>
 #include <torch/library.h>
 
 #include "ir/ops.h"
@@ -40,35 +37,59 @@ constexpr lazy::Lowering kCat{"aten::cat", &LowerCat};
 bool LegacyEmpty(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
 
 struct CatPlan {
-  Tensor meta;  // result meta (sizes, dtype)
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype;
   int64_t dim = 0;
   std::vector<lazy::Operand> inputs;
 };
 
+// Validates as CPU does (its messages) and computes the result meta.
 CatPlan PlanCat(const at::ITensorListRef& tensors, int64_t dim) {
   CatPlan p;
-  std::vector<Tensor> metas;
+  std::vector<Tensor> ts;
   for (const Tensor& t : tensors) {
     CheckTpu("cat", t, "tensors");
-    metas.push_back(MetaOf(t));
+    ts.push_back(t);
   }
-  p.meta = at::cat(metas, dim);
-  p.dim = at::maybe_wrap_dim(dim, std::max<int64_t>(p.meta.dim(), 1));
-  for (const Tensor& t : tensors)
-    if (!LegacyEmpty(t) && t.numel() > 0) p.inputs.push_back(OperandOf(t));
+  TORCH_CHECK(!ts.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  const Tensor* ref = nullptr;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    TORCH_CHECK(ts[i].dim() > 0, "zero-dimensional tensor (at position ", i,
+                ") cannot be concatenated");
+    if (!ref && !LegacyEmpty(ts[i])) ref = &ts[i];
+  }
+  p.dim = at::maybe_wrap_dim(dim, ref ? ref->dim() : 1);
+  std::vector<int64_t> sizes = ref ? ref->sizes().vec() : std::vector<int64_t>{0};
+  if (ref) sizes[p.dim] = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    if (LegacyEmpty(t)) continue;
+    TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ",
+                ref->dim(), " and ", t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (d == p.dim) continue;
+      TORCH_CHECK(t.size(d) == ref->size(d), "Sizes of tensors must match except in dimension ",
+                  p.dim, ". Expected size ", ref->size(d), " but got size ", t.size(d),
+                  " for tensor number ", i, " in the list.");
+    }
+    sizes[p.dim] += t.size(p.dim);
+    if (t.numel() > 0) p.inputs.push_back(OperandOf(t));
+  }
+  p.sizes = sizes;
+  p.dtype = at::native::result_type(tensors);
   return p;
 }
 
 Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   CatPlan p = PlanCat(tensors, dim);
-  if (p.inputs.empty()) return EmptyTpu(p.meta.sizes(), p.meta.scalar_type());
-  return Run1(kCat, {{p.dim}, {}, {}}, p.inputs, TypeOf(p.meta.sizes(), p.meta.scalar_type()));
+  if (p.inputs.empty()) return EmptyTpu(p.sizes, p.dtype);
+  return Run1(kCat, {{p.dim}, {}, {}}, p.inputs, TypeOf(p.sizes, p.dtype));
 }
 Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   CatPlan p = PlanCat(tensors, dim);
-  PrepareOut("cat", out, p.meta.sizes(), p.meta.scalar_type());
+  PrepareOut("cat", out, p.sizes, p.dtype);
   if (p.inputs.empty()) return out;
-  RunInto(kCat, {{p.dim}, {}, {}}, p.inputs, {TypeOf(p.meta.sizes(), p.meta.scalar_type())},
+  RunInto(kCat, {{p.dim}, {}, {}}, p.inputs, {TypeOf(p.sizes, p.dtype)},
           {out});
   return out;
 }
@@ -137,12 +158,12 @@ VS LowerRoll(Builder& b, const VS& in, const lazy::Attrs& a, const TT&) {
 }
 constexpr lazy::Lowering kRoll{"aten::roll", &LowerRoll};
 
-Tensor roll(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+Tensor roll_tpu(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
   CheckTpu("roll", self, "self");
   TORCH_CHECK(!shifts.empty(), "`shifts` required");
   if (dims.empty() && shifts.size() == 1) {
     if (self.numel() == 0) return self.clone();
-    return roll(self.reshape({-1}), shifts, {0}).view(self.sizes());
+    return roll_tpu(self.reshape({-1}), shifts, {0}).view(self.sizes());
   }
   TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
               shifts.size(), ", dims:", dims.size());
@@ -220,12 +241,37 @@ struct Bound {
   bool present() const { return scalar || (tensor && tensor->defined()); }
 };
 
-// `meta` is the functional op run on meta arguments (validation, sizes,
-// dtype); dst is null (functional), self (in-place) or out.
-Tensor ClampRun(const Tensor& self, Bound lo, Bound hi, const Tensor& meta, Tensor* dst,
-                bool inplace) {
+// The result meta of clamp, as PyTorch's clamp meta functions: bounds take
+// part in type promotion (scalars as wrapped numbers) and broadcast.
+struct ClampMeta {
+  std::vector<int64_t> sizes;
+  at::ScalarType dtype;
+};
+ClampMeta MetaForClamp(const Tensor& self, Bound lo, Bound hi) {
+  TORCH_CHECK(lo.present() || hi.present(),
+              "torch.clamp: At least one of 'min' or 'max' must not be None");
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "clamp is not supported for complex types");
+  ClampMeta m{self.sizes().vec(), self.scalar_type()};
+  at::native::ResultTypeState st{};
+  st = at::native::update_result_type_state(self, st);
+  for (const Bound& bd : {lo, hi}) {
+    if (bd.scalar) {
+      TORCH_CHECK(!bd.scalar->isComplex(), "clamp is not supported for complex types");
+      st = at::native::update_result_type_state(*bd.scalar, st);
+    } else if (bd.present()) {
+      st = at::native::update_result_type_state(*bd.tensor, st);
+      m.sizes = at::infer_size(m.sizes, bd.tensor->sizes());
+    }
+  }
+  m.dtype = at::native::result_type(st);
+  return m;
+}
+
+// dst is null (functional), self (in-place) or out.
+Tensor ClampRun(const Tensor& self, Bound lo, Bound hi, Tensor* dst, bool inplace) {
   CheckTpu("clamp", self, "self");
-  const at::ScalarType rt = meta.scalar_type();
+  const ClampMeta meta = MetaForClamp(self, lo, hi);
+  const at::ScalarType rt = meta.dtype;
   std::vector<lazy::Operand> in{OperandOf(self)};
   for (const Bound& bd : {lo, hi}) {
     if (bd.scalar) in.push_back(ScalarOperand(*bd.scalar, rt));
@@ -235,15 +281,15 @@ Tensor ClampRun(const Tensor& self, Bound lo, Bound hi, const Tensor& meta, Tens
     }
   }
   const lazy::Attrs attrs{{lo.present(), hi.present()}, {}, {}};
-  const ir::TensorType tt = TypeOf(meta.sizes(), rt);
+  const ir::TensorType tt = TypeOf(meta.sizes, rt);
   if (!dst) return Run1(kClamp, attrs, in, tt);
   if (inplace) {
     TORCH_CHECK(c10::canCast(rt, dst->scalar_type()), "result type ", rt,
                 " can't be cast to the desired output type ", dst->scalar_type());
-    TORCH_CHECK(dst->sizes() == meta.sizes(), "output with shape ", dst->sizes(),
-                " doesn't match the broadcast shape ", meta.sizes());
+    TORCH_CHECK(dst->sizes().vec() == meta.sizes, "output with shape ", dst->sizes(),
+                " doesn't match the broadcast shape ", at::IntArrayRef(meta.sizes));
   } else {
-    PrepareOut("clamp", *dst, meta.sizes(), rt);
+    PrepareOut("clamp", *dst, meta.sizes, rt);
   }
   RunInto(kClamp, attrs, in, {tt}, {*dst});
   return *dst;
@@ -254,60 +300,53 @@ const Tensor* Opt(const std::optional<Tensor>& t) { return t.has_value() && t->d
 
 Tensor clamp(const Tensor& s, const std::optional<c10::Scalar>& lo,
              const std::optional<c10::Scalar>& hi) {
-  return ClampRun(s, {Opt(lo)}, {Opt(hi)}, at::clamp(MetaOf(s), lo, hi), nullptr, false);
+  return ClampRun(s, {Opt(lo)}, {Opt(hi)}, nullptr, false);
 }
 Tensor& clamp_(Tensor& s, const std::optional<c10::Scalar>& lo,
                const std::optional<c10::Scalar>& hi) {
-  ClampRun(s, {Opt(lo)}, {Opt(hi)}, at::clamp(MetaOf(s), lo, hi), &s, true);
+  ClampRun(s, {Opt(lo)}, {Opt(hi)}, &s, true);
   return s;
 }
 Tensor& clamp_out(const Tensor& s, const std::optional<c10::Scalar>& lo,
                   const std::optional<c10::Scalar>& hi, Tensor& o) {
-  ClampRun(s, {Opt(lo)}, {Opt(hi)}, at::clamp(MetaOf(s), lo, hi), &o, false);
+  ClampRun(s, {Opt(lo)}, {Opt(hi)}, &o, false);
   return o;
 }
 Tensor clamp_t(const Tensor& s, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi) {
-  return ClampRun(s, {nullptr, Opt(lo)}, {nullptr, Opt(hi)},
-                  at::clamp(MetaOf(s), MetaOf(lo), MetaOf(hi)), nullptr, false);
+  return ClampRun(s, {nullptr, Opt(lo)}, {nullptr, Opt(hi)}, nullptr, false);
 }
 Tensor& clamp_t_(Tensor& s, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi) {
-  ClampRun(s, {nullptr, Opt(lo)}, {nullptr, Opt(hi)},
-           at::clamp(MetaOf(s), MetaOf(lo), MetaOf(hi)), &s, true);
+  ClampRun(s, {nullptr, Opt(lo)}, {nullptr, Opt(hi)}, &s, true);
   return s;
 }
 Tensor& clamp_t_out(const Tensor& s, const std::optional<Tensor>& lo,
                     const std::optional<Tensor>& hi, Tensor& o) {
-  ClampRun(s, {nullptr, Opt(lo)}, {nullptr, Opt(hi)},
-           at::clamp(MetaOf(s), MetaOf(lo), MetaOf(hi)), &o, false);
+  ClampRun(s, {nullptr, Opt(lo)}, {nullptr, Opt(hi)}, &o, false);
   return o;
 }
 
-#define TPU_CLAMP_SIDE(name, LO, HI)                                                       \
-  Tensor name(const Tensor& s, const c10::Scalar& v) {                                     \
-    return ClampRun(s, LO(&v, nullptr), HI(&v, nullptr), at::name(MetaOf(s), v), nullptr,  \
-                    false);                                                                \
-  }                                                                                        \
-  Tensor& name##_(Tensor& s, const c10::Scalar& v) {                                       \
-    ClampRun(s, LO(&v, nullptr), HI(&v, nullptr), at::name(MetaOf(s), v), &s, true);       \
-    return s;                                                                              \
-  }                                                                                        \
-  Tensor& name##_out(const Tensor& s, const c10::Scalar& v, Tensor& o) {                   \
-    ClampRun(s, LO(&v, nullptr), HI(&v, nullptr), at::name(MetaOf(s), v), &o, false);      \
-    return o;                                                                              \
-  }                                                                                        \
-  Tensor name##_t(const Tensor& s, const Tensor& v) {                                      \
-    return ClampRun(s, LO(nullptr, &v), HI(nullptr, &v), at::name(MetaOf(s), MetaOf(v)),   \
-                    nullptr, false);                                                       \
-  }                                                                                        \
-  Tensor& name##_t_(Tensor& s, const Tensor& v) {                                          \
-    ClampRun(s, LO(nullptr, &v), HI(nullptr, &v), at::name(MetaOf(s), MetaOf(v)), &s,      \
-             true);                                                                        \
-    return s;                                                                              \
-  }                                                                                        \
-  Tensor& name##_t_out(const Tensor& s, const Tensor& v, Tensor& o) {                      \
-    ClampRun(s, LO(nullptr, &v), HI(nullptr, &v), at::name(MetaOf(s), MetaOf(v)), &o,     \
-             false);                                                                       \
-    return o;                                                                              \
+#define TPU_CLAMP_SIDE(name, LO, HI)                                                   \
+  Tensor name(const Tensor& s, const c10::Scalar& v) {                                 \
+    return ClampRun(s, LO(&v, nullptr), HI(&v, nullptr), nullptr, false);              \
+  }                                                                                    \
+  Tensor& name##_(Tensor& s, const c10::Scalar& v) {                                   \
+    ClampRun(s, LO(&v, nullptr), HI(&v, nullptr), &s, true);                           \
+    return s;                                                                          \
+  }                                                                                    \
+  Tensor& name##_out(const Tensor& s, const c10::Scalar& v, Tensor& o) {               \
+    ClampRun(s, LO(&v, nullptr), HI(&v, nullptr), &o, false);                          \
+    return o;                                                                          \
+  }                                                                                    \
+  Tensor name##_t(const Tensor& s, const Tensor& v) {                                  \
+    return ClampRun(s, LO(nullptr, &v), HI(nullptr, &v), nullptr, false);              \
+  }                                                                                    \
+  Tensor& name##_t_(Tensor& s, const Tensor& v) {                                      \
+    ClampRun(s, LO(nullptr, &v), HI(nullptr, &v), &s, true);                           \
+    return s;                                                                          \
+  }                                                                                    \
+  Tensor& name##_t_out(const Tensor& s, const Tensor& v, Tensor& o) {                  \
+    ClampRun(s, LO(nullptr, &v), HI(nullptr, &v), &o, false);                          \
+    return o;                                                                          \
   }
 #define TPU_USE(sc, t) Bound{sc, t}
 #define TPU_NONE(sc, t) Bound{}
@@ -385,16 +424,21 @@ std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optiona
   return {v, i};
 }
 
+void CheckTopk(const Tensor& self, int64_t k, int64_t dim) {
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  TORCH_CHECK(k >= 0 && k <= (self.dim() > 0 ? self.size(d) : 1), "selected index k out of range");
+}
+
 // topk returns its k elements in sorted order whatever `sorted` says (any
 // order is allowed when it is false).
 std::tuple<Tensor, Tensor> topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool) {
-  at::topk(MetaOf(self), k, dim, largest, true);  // validates k and dim
+  CheckTopk(self, k, dim);
   auto r = SortRun("topk", self, dim, largest, k, nullptr, nullptr);
   return {r[0], r[1]};
 }
 std::tuple<Tensor&, Tensor&> topk_values(const Tensor& self, int64_t k, int64_t dim, bool largest,
                                          bool, Tensor& v, Tensor& i) {
-  at::topk(MetaOf(self), k, dim, largest, true);
+  CheckTopk(self, k, dim);
   SortRun("topk", self, dim, largest, k, &v, &i);
   return {v, i};
 }
@@ -465,7 +509,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat.out", TORCH_FN(cat_out));
   m.impl("constant_pad_nd", TORCH_FN(constant_pad_nd));
   m.impl("flip", TORCH_FN(flip));
-  m.impl("roll", TORCH_FN(roll));
+  m.impl("roll", TORCH_FN(roll_tpu));
   m.impl("tril", TORCH_FN(tril));
   m.impl("triu", TORCH_FN(triu));
   m.impl("tril_", TORCH_FN(tril_));

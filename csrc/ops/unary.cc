@@ -84,6 +84,16 @@ Value Relu(Builder& b, Value x) {
 Value Silu(Builder& b, Value x) { return ir::Binary(b, "stablehlo.multiply", x, Sigmoid(b, x)); }
 Value BitNot(Builder& b, Value x) { return ir::Unary(b, "stablehlo.not", x); }
 Value IsNan(Builder& b, Value x) { return ir::Compare(b, x, x, ir::Cmp::NE); }
+Value IsPosInf(Builder& b, Value x) {
+  if (!ir::IsFloat(b.type(x).dtype)) return ir::Compare(b, x, x, ir::Cmp::NE);  // all false
+  return ir::Compare(b, x, ir::Full(b, ir::MaxValue(b, b.type(x).dtype), b.type(x).dims),
+                     ir::Cmp::EQ);
+}
+Value IsNegInf(Builder& b, Value x) {
+  if (!ir::IsFloat(b.type(x).dtype)) return ir::Compare(b, x, x, ir::Cmp::NE);
+  return ir::Compare(b, x, ir::Full(b, ir::MinValue(b, b.type(x).dtype), b.type(x).dims),
+                     ir::Cmp::EQ);
+}
 
 // erf(x) by XLA's rational approximation for f32 (max error ~1 ulp in
 // [-4, 4]; clamped outside, where erf is ±1 in f32).
@@ -211,11 +221,27 @@ TPU_UNARY_KERNELS(silu, kSilu)
 TPU_UNARY_KERNELS(bitwise_not, kBitNot)
 #undef TPU_UNARY_KERNELS
 
-Tensor isnan_fn(const Tensor& s) {
-  constexpr lazy::Lowering kIsNan{"aten::isnan", &LowerUnary<IsNan>};
-  return Run1(kIsNan, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
+// Predicates: the input's own dtype, a bool result.
+Tensor Predicate(const lazy::Lowering& op, const Tensor& s) {
+  CheckTpu(op.name, s, "self");
+  return Run1(op, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
               TypeOf(s.sizes(), at::kBool));
 }
+Tensor& PredicateOut(const lazy::Lowering& op, const Tensor& s, Tensor& out) {
+  CheckTpu(op.name, s, "self");
+  PrepareOut(op.name, out, s.sizes(), at::kBool);
+  RunInto(op, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
+          {TypeOf(s.sizes(), at::kBool)}, {out});
+  return out;
+}
+constexpr lazy::Lowering kIsNan{"aten::isnan", &LowerUnary<IsNan>};
+constexpr lazy::Lowering kIsPosInf{"aten::isposinf", &LowerUnary<IsPosInf>};
+constexpr lazy::Lowering kIsNegInf{"aten::isneginf", &LowerUnary<IsNegInf>};
+Tensor isnan_fn(const Tensor& s) { return Predicate(kIsNan, s); }
+Tensor isposinf_fn(const Tensor& s) { return Predicate(kIsPosInf, s); }
+Tensor isneginf_fn(const Tensor& s) { return Predicate(kIsNegInf, s); }
+Tensor& isposinf_out(const Tensor& s, Tensor& o) { return PredicateOut(kIsPosInf, s, o); }
+Tensor& isneginf_out(const Tensor& s, Tensor& o) { return PredicateOut(kIsNegInf, s, o); }
 
 // ---- backward ops: ins = (grad, saved[, ...]); computed in opmath ----
 
@@ -364,6 +390,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu", TORCH_FN(relu_fn));
   m.impl("relu_", TORCH_FN(relu__fn));
   m.impl("isnan", TORCH_FN(isnan_fn));
+  m.impl("isposinf", TORCH_FN(isposinf_fn));
+  m.impl("isposinf.out", TORCH_FN(isposinf_out));
+  m.impl("isneginf", TORCH_FN(isneginf_fn));
+  m.impl("isneginf.out", TORCH_FN(isneginf_out));
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
   m.impl("tanh_backward", TORCH_FN(tanh_backward));
   m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));

@@ -1,0 +1,297 @@
+"""Indexing ops on tpu against CPU: index_select, gather, scatter and its
+reductions, index_add/copy/fill, advanced indexing (index, index_put_),
+masked_select/masked_scatter and embedding's backward."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def dev(x, device):
+    return x.to(device) if isinstance(x, torch.Tensor) else x
+
+
+def compare(fn, *args, rtol=None, atol=None):
+    """fn(device, *args) on CPU and on tpu: equal values, dtypes, shapes."""
+    expected = fn(torch.device("cpu"), *args)
+    actual = fn(TPU, *[dev(a, TPU) for a in args])
+    if isinstance(expected, torch.Tensor):
+        expected, actual = (expected,), (actual,)
+    for e, a in zip(expected, actual):
+        assert a.device.type == "tpu"
+        assert_close(a.cpu(), e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def compare_grad(fn, *inputs, rtol=None, atol=None):
+    """fn(device, *inputs): forward and every input's gradient."""
+    cpu = [x.clone().requires_grad_() for x in inputs]
+    tpu = [x.to(TPU).requires_grad_() for x in inputs]
+    out_c, out_t = fn(torch.device("cpu"), *cpu), fn(TPU, *tpu)
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
+    g = torch.randn_like(out_c)
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for c, t in zip(cpu, tpu):
+        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol)
+
+
+def idx(values, device):
+    return torch.tensor(values, device=device)
+
+
+# ------------------------------------------------------- index_select --
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select(dim):
+    x = torch.randn(4, 5, 6)
+    i = torch.randint(0, x.size(dim), (7,))
+    compare_grad(lambda d, t: t.index_select(dim, i.to(d)), x)
+    compare(lambda d, t: t.index_select(dim, i.to(d).int()), torch.randint(-9, 9, (4, 5, 6)))
+
+
+def test_index_select_out_scalar_and_errors():
+    x = torch.randn(5, 3)
+    out = torch.empty(0, device=TPU)
+    torch.index_select(x.to(TPU), 0, idx([4, 0], TPU), out=out)
+    assert_close(out.cpu(), x[[4, 0]])
+    compare(lambda d, t: t.index_select(0, idx([0], d)), torch.tensor(2.5))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        x.to(TPU).index_select(0, torch.tensor([7]))  # a CPU index is checked on the host
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        x.to(TPU).index_select(0, idx([[0]], TPU))
+
+
+def test_embedding_forward_backward():
+    w = torch.randn(10, 4)
+    i = torch.randint(0, 10, (3, 5))
+    compare_grad(lambda d, t: F.embedding(i.to(d), t), w)
+    compare_grad(lambda d, t: F.embedding(i.to(d), t, padding_idx=int(i[0, 0])), w)
+    compare_grad(lambda d, t: F.embedding(i.to(d), t, scale_grad_by_freq=True), w)
+
+
+def test_embedding_dense_backward_bf16():
+    g = torch.randn(6, 4).bfloat16()
+    i = torch.tensor([1, 3, 1, 0, 9, 1])
+    compare(lambda d, gg, ii: torch.ops.aten.embedding_dense_backward(gg, ii, 10, -1, False),
+            g, i, atol=1e-2, rtol=1e-2)
+
+
+# ------------------------------------------------------------- gather --
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_gather(dim):
+    x = torch.randn(4, 5, 6)
+    shape = [3, 4, 5]
+    shape[dim] = 7
+    i = torch.randint(0, x.size(dim), shape)
+    compare_grad(lambda d, t: t.gather(dim, i.to(d)), x)
+    compare(lambda d, t: torch.gather(t, dim, i.to(d)), torch.randint(0, 9, (4, 5, 6)))
+
+
+def test_gather_out_and_errors():
+    x = torch.randn(3, 4)
+    i = torch.tensor([[0, 3], [2, 1]])
+    out = torch.empty(0, device=TPU)
+    torch.gather(x.to(TPU), 1, i.to(TPU), out=out)
+    assert_close(out.cpu(), x.gather(1, i))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        x.to(TPU).gather(1, idx([0, 1], TPU))
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        x.to(TPU).gather(1, i.float().to(TPU))
+
+
+# ------------------------------------------------------------ scatter --
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_src_value_and_inplace(dim):
+    x = torch.randn(5, 6)
+    i = torch.stack([torch.randperm(x.size(dim))[:3] for _ in range(4)], 1 - dim)
+    src = torch.randn(6, 7)
+    compare(lambda d, t, s: t.scatter(dim, i.to(d), s), x, src)
+    compare(lambda d, t: t.scatter(dim, i.to(d), 2.5), x)
+    compare(lambda d, t, s: t.clone().scatter_(dim, i.to(d), s), x, src)
+    # autograd needs src shaped like index
+    compare_grad(lambda d, t, s: t.scatter(dim, i.to(d), s), x, torch.randn(i.shape))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    x = torch.randn(4, 5)
+    i = torch.randint(0, 4, (6, 5))  # duplicates on purpose
+    src = torch.randn(6, 5)
+    compare(lambda d, t, s: t.scatter_reduce(0, i.to(d), s, reduce, include_self=include_self),
+            x, src, atol=1e-5, rtol=1e-5)
+    xi, si = torch.randint(-9, 9, (4, 5)), torch.randint(-9, 9, (6, 5))
+    compare(lambda d, t, s: t.scatter_reduce(0, i.to(d), s, reduce, include_self=include_self),
+            xi, si)
+
+
+def test_scatter_reduce_grad_sum_and_out():
+    x, src = torch.randn(4, 5), torch.randn(6, 5)
+    i = torch.randint(0, 4, (6, 5))
+    compare_grad(lambda d, t, s: t.scatter_reduce(0, i.to(d), s, "sum"), x, src)
+    out = torch.empty(0, device=TPU)
+    torch.scatter_reduce(x.to(TPU), 0, i.to(TPU), src.to(TPU), "amax", out=out)
+    assert_close(out.cpu(), x.scatter_reduce(0, i, src, "amax"))
+
+
+def test_scatter_add_and_legacy_reduce():
+    x, src = torch.randn(4, 5), torch.randn(6, 5)
+    i = torch.randint(0, 4, (6, 5))
+    compare_grad(lambda d, t, s: t.scatter_add(0, i.to(d), s), x, src)
+    compare(lambda d, t, s: t.clone().scatter_add_(0, i.to(d), s), x, src)
+    with pytest.warns(UserWarning):
+        compare(lambda d, t, s: t.scatter(0, i.to(d), s, reduce="multiply"), x, src)
+    compare(lambda d, t: t.scatter(0, i.to(d), 2.0, reduce="add"), x)
+
+
+def test_scatter_errors():
+    x = torch.randn(4, 5, device=TPU)
+    with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
+        x.scatter(0, idx([[0]], TPU), torch.ones(1, 1, dtype=torch.float64, device=TPU))
+    with pytest.raises(RuntimeError):
+        x.scatter_reduce(0, idx([[0]], TPU), x, "max")
+
+
+# ----------------------------------------------- index_add/copy/fill --
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_add(dim):
+    x = torch.randn(4, 5)
+    i = torch.randint(0, x.size(dim), (3,))
+    shape = [4, 5]
+    shape[dim] = 3
+    src = torch.randn(shape)
+    compare_grad(lambda d, t, s: t.index_add(dim, i.to(d), s, alpha=1.5), x, src, atol=1e-5,
+                 rtol=1e-5)
+    compare(lambda d, t, s: t.clone().index_add_(dim, i.to(d), s), x, src, atol=1e-5, rtol=1e-5)
+    compare(lambda d, t: t.index_add(dim, i.to(d), torch.ones(shape, dtype=torch.long,
+                                                               device=d)),
+            torch.randint(0, 9, (4, 5)))
+
+
+def test_index_copy_and_fill():
+    x = torch.randn(4, 5)
+    i = torch.tensor([3, 0])
+    src = torch.randn(4, 2)
+    compare_grad(lambda d, t, s: t.index_copy(1, i.to(d), s), x, src)
+    compare(lambda d, t, s: t.clone().index_copy_(1, i.to(d), s), x, src)
+    compare_grad(lambda d, t: t.index_fill(1, i.to(d), -2.0), x)
+    compare(lambda d, t: t.clone().index_fill_(0, i.to(d), torch.tensor(7.0)), x)
+
+
+def test_index_add_errors():
+    x = torch.randn(4, 5, device=TPU)
+    with pytest.raises(RuntimeError, match="Number of indices"):
+        x.index_add(0, idx([0, 1], TPU), torch.ones(3, 5, device=TPU))
+    with pytest.raises(RuntimeError, match="same scalar type"):
+        x.index_add(0, idx([0], TPU), torch.ones(1, 5, dtype=torch.float64, device=TPU))
+
+
+# ------------------------------------------------- advanced indexing --
+
+@pytest.mark.parametrize("case", range(7))
+def test_index_tensor(case):
+    x = torch.randn(4, 5, 6)
+    fns = [
+        lambda d, t: t[idx([0, 3, -1], d)],
+        lambda d, t: t[:, idx([[0, 2], [4, -5]], d)],
+        lambda d, t: t[idx([0, 2], d), :, idx([1, 5], d)],        # apart: batch dims first
+        lambda d, t: t[:, idx([0, 2], d), idx([[1], [5]], d)],    # adjacent, broadcast
+        lambda d, t: t[..., idx([3, 3, 0], d)],
+        lambda d, t: t[None, idx([1], d), 1:3],
+        lambda d, t: t[:, torch.tensor([1, 0]), torch.tensor([2, 2])],  # CPU indices
+    ]
+    compare_grad(fns[case], x)
+
+
+def test_index_bool_masks():
+    x = torch.randn(4, 5, 6)
+    compare_grad(lambda d, t: t[t.detach() > 0], x)
+    m = torch.rand(5) > 0.5
+    compare_grad(lambda d, t: t[:, m.to(d)], x)
+    compare(lambda d, t: t[idx([1, 3], d), (torch.arange(5) < 2).to(d)], x)
+    m2 = torch.rand(4, 5) > 0.3
+    compare(lambda d, t: t[m2.to(d)], torch.randint(0, 9, (4, 5, 6)))
+
+
+def test_index_errors():
+    x = torch.randn(4, 5, device=TPU)
+    with pytest.raises(IndexError, match="too many indices"):
+        x[idx([0], TPU), idx([0], TPU), idx([0], TPU)]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[torch.tensor([9])]  # CPU indices are checked on the host
+    with pytest.raises(IndexError, match="shape of the mask"):
+        x[torch.ones(3, dtype=torch.bool, device=TPU)]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put(accumulate):
+    x = torch.randn(4, 5, 6)
+    i0, i2 = torch.tensor([0, 2, 3]), torch.tensor([1, 5, 1])
+    v = torch.randn(3, 5)
+
+    def put(d, t, vals):
+        y = t * 1
+        return y.index_put_((i0.to(d), slice(None) if False else i0.to(d) * 0 + 1, i2.to(d)),
+                            vals[:, 0], accumulate=accumulate)
+
+    def put_rows(d, t, vals):
+        y = t * 1
+        return torch.index_put(y, (i0.to(d),), vals[:, :, None].expand(3, 5, 6),
+                               accumulate=accumulate)
+
+    compare_grad(put, x, v)
+    compare_grad(put_rows, x, v)
+
+
+def test_index_put_setitem_forms():
+    x = torch.randn(4, 5, 6)
+
+    def set1(d, t):
+        y = t.clone()
+        y[:, idx([0, 3], d)] = 0.5
+        y[idx([1, 2], d), :, idx([0, 5], d)] += torch.ones(2, 5, device=d)
+        return y
+
+    def set_mask(d, t):
+        y = t.clone()
+        y[y > 0.5] = -1.0            # one mask, one value: no host sync
+        y[y[:, :, 0] < 0] = 2.0      # a mask over the leading dims
+        y[:, torch.rand(5) > 0.5] = torch.arange(6.0, device=d)  # needs the mask's count
+        return y
+
+    compare(set1, x)
+    torch.manual_seed(0)
+    a = set_mask(torch.device("cpu"), x)
+    torch.manual_seed(0)
+    b = set_mask(TPU, x.to(TPU))
+    assert_close(b.cpu(), a)
+    compare(lambda d, t: t.clone().index_put_((t > 0,), torch.tensor(1.0, device=d),
+                                              accumulate=True), x)
+
+
+def test_index_put_int_and_errors():
+    compare(lambda d, t: t.index_put((idx([0, 0, 1], d),), idx([5, 6, 7], d), accumulate=True),
+            torch.zeros(3, dtype=torch.long))
+    x = torch.randn(4, 5, device=TPU)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        x[idx([0, 1], TPU)] = torch.ones(3, 5, device=TPU)
+
+
+# -------------------------------------------- masked_select / scatter --
+
+def test_masked_select_and_scatter():
+    x = torch.randn(4, 5)
+    m = torch.rand(4, 5) > 0.5
+    compare_grad(lambda d, t: t.masked_select(m.to(d)), x)
+    compare_grad(lambda d, t: t.masked_select(m[0].to(d)), x)  # broadcast mask
+    src = torch.randn(20)
+    compare_grad(lambda d, t, s: t.masked_scatter(m.to(d), s), x, src)
+    out = torch.empty(0, device=TPU)
+    torch.masked_select(x.to(TPU), m.to(TPU), out=out)
+    assert_close(out.cpu(), x.masked_select(m))

@@ -1101,3 +1101,32 @@ def test_unsupported_op_raises_not_implemented(call, opname):
     y = torch.randn(4, 4)
     assert_close((x.cpu() * 2 + y), (x * 2 + y.to(TPU)).cpu())
     torch.tpu.synchronize()
+
+
+# ------------------------------------------- vector products, floor division --
+
+def test_dot_mv_addmv_match_cpu(highest_matmul_precision):
+    a, b, m = torch.randn(7), torch.randn(7), torch.randn(4, 7)
+    c = torch.randn(4)
+    assert_close(torch.dot(a.to(TPU), b.to(TPU)).cpu(), torch.dot(a, b))
+    assert_close((m.to(TPU) @ a.to(TPU)).cpu(), m @ a)
+    assert_close((a.to(TPU) @ m.t().to(TPU)).cpu(), a @ m.t())
+    assert_close(torch.addmv(c.to(TPU), m.to(TPU), a.to(TPU), beta=0.5, alpha=-2).cpu(),
+                 torch.addmv(c, m, a, beta=0.5, alpha=-2))
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.dot(m.to(TPU), a.to(TPU))
+
+
+def test_floor_divide_logical_not_sgn_match_cpu():
+    x = torch.randint(-20, 20, (32,))
+    y = torch.randint(1, 6, (32,)) * (torch.randint(0, 2, (32,)) * 2 - 1)
+    assert torch.equal((x.to(TPU) // y.to(TPU)).cpu(), x // y)
+    f = torch.randn(32) * 5
+    assert_close((f.to(TPU) // 0.7).cpu(), f // 0.7)
+    assert torch.equal(torch.logical_not(x.to(TPU)).cpu(), torch.logical_not(x))
+    assert torch.equal(torch.sgn(f.to(TPU)).cpu(), torch.sgn(f))
+    g = f.clone().requires_grad_()
+    gt = f.to(TPU).requires_grad_()
+    g.abs().sum().backward()
+    gt.abs().sum().backward()
+    assert_close(gt.grad.cpu(), g.grad)

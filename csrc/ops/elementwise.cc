@@ -285,6 +285,7 @@ TPU_BINARY_KERNELS(le, kLe)
 TPU_BINARY_KERNELS(gt, kGt)
 TPU_BINARY_KERNELS(ge, kGe)
 TPU_BINARY_KERNELS(div, kDiv)
+TPU_BINARY_KERNELS(floor_divide, kDivFloor)
 #undef TPU_BINARY_KERNELS
 
 Tensor div_mode(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {
@@ -556,6 +557,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_and_", TORCH_FN(logical_and__tensor));
   m.impl("logical_or_", TORCH_FN(logical_or__tensor));
   m.impl("logical_xor_", TORCH_FN(logical_xor__tensor));
+  m.impl("floor_divide", TORCH_FN(floor_divide_tensor));
+  m.impl("floor_divide_.Tensor", TORCH_FN(floor_divide__tensor));
+  m.impl("floor_divide.out", TORCH_FN(floor_divide_out));
+  m.impl("floor_divide.Scalar", TORCH_FN(floor_divide_scalar));
+  m.impl("floor_divide_.Scalar", TORCH_FN(floor_divide__scalar));
   m.impl("div.Tensor_mode", TORCH_FN(div_mode));
   m.impl("div_.Tensor_mode", TORCH_FN(div__mode));
   m.impl("div.out_mode", TORCH_FN(div_mode_out));

@@ -1,12 +1,14 @@
 // Indexing ops: index_select, gather, scatter (+ reductions), index_add,
-// index_copy, advanced indexing (index / index_put_), masked_select and
-// embedding's backward.
+// index_copy, index_fill_, advanced indexing (index / index_put_),
+// masked_select, masked_scatter_ and embedding's backward.
 //
 // Out-of-range indices: CPU raises; on the device that check would need a
 // host sync per op, so it is done only where the indices are on the host
 // already (CPU index tensors, bool masks we convert on the host). Indices
 // that live on the device are not checked: XLA clamps a gather's start
-// index into range and drops scatter updates that fall outside.
+// index into range and drops scatter updates that fall outside. Negative
+// indices are wrapped Python-style everywhere (CPU's index_select, gather
+// and scatter raise for them instead).
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/add.h>

@@ -1,4 +1,5 @@
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 // Matrix products: mm, bmm, addmm, baddbmm (matmul, linear and einsum
 // decompose into these).
 #include <torch/library.h>
@@ -165,9 +166,47 @@ Tensor& baddbmm_(Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar&
   return s;
 }
 
+// Vector products run as matrix products of views.
+Tensor dot(const Tensor& a, const Tensor& b) {
+  TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
+              b.dim(), "D tensors");
+  TORCH_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(),
+              "] and src [", b.numel(), "] to have the same number of elements, but got ",
+              a.numel(), " and ", b.numel(), " elements respectively");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "dot : expected both vectors to have same "
+              "dtype, but found ", a.scalar_type(), " and ", b.scalar_type());
+  return tpu::ops::mm(a.view({1, -1}), b.view({-1, 1})).reshape(at::IntArrayRef{});
+}
+
+Tensor& addmv_out(const Tensor& self, const Tensor& mat, const Tensor& vec,
+                  const c10::Scalar& beta, const c10::Scalar& alpha, Tensor& out) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ",
+              self.dim(), ", ", mat.dim(), ", ", vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0),
+              "), mat (", mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
+  Tensor r = AddMatmul("addmv", self.dim() == 1 ? self.view({-1, 1}) : self, mat,
+                       vec.view({-1, 1}), beta, alpha, false, nullptr);
+  at::native::resize_output(out, {mat.size(0)});
+  out.copy_(r.view({-1}));
+  return out;
+}
+Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const c10::Scalar& beta,
+             const c10::Scalar& alpha) {
+  Tensor out = EmptyTpu({mat.size(0)}, mat.scalar_type());
+  return addmv_out(self, mat, vec, beta, alpha, out);
+}
+Tensor& addmv_(Tensor& self, const Tensor& mat, const Tensor& vec, const c10::Scalar& beta,
+               const c10::Scalar& alpha) {
+  return addmv_out(self, mat, vec, beta, alpha, self);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("dot", TORCH_FN(dot));
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("addmv_", TORCH_FN(addmv_));
+  m.impl("addmv.out", TORCH_FN(addmv_out));
   m.impl("mm", TORCH_FN(mm));
   m.impl("mm.out", TORCH_FN(mm_out));
   m.impl("bmm", TORCH_FN(bmm));

@@ -1,4 +1,5 @@
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/result_type.h>
 // Unary math and activations with their backward ops.
 #include <ATen/native/TypeProperties.h>
@@ -83,6 +84,9 @@ Value Relu(Builder& b, Value x) {
 }
 Value Silu(Builder& b, Value x) { return ir::Binary(b, "stablehlo.multiply", x, Sigmoid(b, x)); }
 Value BitNot(Builder& b, Value x) { return ir::Unary(b, "stablehlo.not", x); }
+Value LogicalNot(Builder& b, Value x) {
+  return ir::Unary(b, "stablehlo.not", ir::Convert(b, x, DType::PRED));
+}
 Value IsNan(Builder& b, Value x) { return ir::Compare(b, x, x, ir::Cmp::NE); }
 Value IsPosInf(Builder& b, Value x) {
   if (!ir::IsFloat(b.type(x).dtype)) return ir::Compare(b, x, x, ir::Cmp::NE);  // all false
@@ -153,6 +157,7 @@ TPU_UNARY(kSign, "aten::sign", Sign, false)
 TPU_UNARY(kRelu, "aten::relu", Relu, false)
 TPU_UNARY(kSilu, "aten::silu", Silu, false)
 TPU_UNARY(kBitNot, "aten::bitwise_not", BitNot, false)
+TPU_UNARY(kSgn, "aten::sgn", Sign, false)
 #undef TPU_UNARY
 
 at::ScalarType OpMath(at::ScalarType t) {
@@ -219,6 +224,8 @@ TPU_UNARY_KERNELS(sign, kSign)
 TPU_UNARY_KERNELS(relu, kRelu)
 TPU_UNARY_KERNELS(silu, kSilu)
 TPU_UNARY_KERNELS(bitwise_not, kBitNot)
+TPU_UNARY_KERNELS(sgn, kSgn)
+
 #undef TPU_UNARY_KERNELS
 
 // Predicates: the input's own dtype, a bool result.
@@ -242,6 +249,18 @@ Tensor isposinf_fn(const Tensor& s) { return Predicate(kIsPosInf, s); }
 Tensor isneginf_fn(const Tensor& s) { return Predicate(kIsNegInf, s); }
 Tensor& isposinf_out(const Tensor& s, Tensor& o) { return PredicateOut(kIsPosInf, s, o); }
 Tensor& isneginf_out(const Tensor& s, Tensor& o) { return PredicateOut(kIsNegInf, s, o); }
+
+// logical_not: computed on the input's dtype, result bool (or out's dtype).
+constexpr lazy::Lowering kLogicalNot{"aten::logical_not", &LowerUnary<LogicalNot>};
+Tensor logical_not_fn(const Tensor& s) { return Predicate(kLogicalNot, s); }
+Tensor& logical_not_out_fn(const Tensor& s, Tensor& o) {
+  CheckTpu("logical_not", s, "self");
+  at::native::resize_output(o, s.sizes());
+  RunInto(kLogicalNot, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
+          {TypeOf(s.sizes(), at::kBool)}, {o});
+  return o;
+}
+Tensor& logical_not__fn(Tensor& s) { return logical_not_out_fn(s, s); }
 
 // ---- backward ops: ins = (grad, saved[, ...]); computed in opmath ----
 
@@ -385,7 +404,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(#name ".out", TORCH_FN(name##_out_fn));
   REG(neg) REG(abs) REG(exp) REG(expm1) REG(log) REG(log1p) REG(log2) REG(log10)
   REG(sqrt) REG(rsqrt) REG(reciprocal) REG(tanh) REG(sigmoid) REG(sin) REG(cos) REG(erf)
-  REG(floor) REG(ceil) REG(round) REG(trunc) REG(sign) REG(silu) REG(bitwise_not)
+  REG(floor) REG(ceil) REG(round) REG(trunc) REG(sign) REG(silu) REG(bitwise_not) REG(sgn)
+  REG(logical_not)
 #undef REG
   m.impl("relu", TORCH_FN(relu_fn));
   m.impl("relu_", TORCH_FN(relu__fn));

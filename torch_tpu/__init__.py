@@ -40,8 +40,12 @@ torch.utils.generate_methods_for_privateuse1_backend(
 
 from .tpu import Precision, precision  # noqa: E402,F401
 from ._modes import (  # noqa: E402,F401
-    EagerMode, eager_mode, get_eager_mode, is_materialized, set_eager_mode, synchronize,
+    EagerMode, cpu_fallback_mode, eager_mode, get_eager_mode, is_materialized, set_eager_mode,
+    synchronize,
 )
+
+if env.cpu_fallback == "1":
+    _C._set_cpu_fallback(True)
 
 if env.launch_blocking == "1":
     set_eager_mode(EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)
@@ -49,6 +53,6 @@ elif env.defer_and_fuse == "1":
     set_eager_mode(EagerMode.DEFER_AND_FUSE)
 
 __all__ = [
-    "EagerMode", "Precision", "eager_mode", "get_eager_mode", "is_materialized", "precision",
+    "EagerMode", "Precision", "cpu_fallback_mode", "eager_mode", "get_eager_mode", "is_materialized", "precision",
     "set_eager_mode", "synchronize",
 ]

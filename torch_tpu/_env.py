@@ -20,6 +20,9 @@ VARIABLES = (
     _Var("TORCH_TPU_COMPILATION_CACHE_DIR", "", "stable",
          "Directory of the persistent compilation cache (default: "
          "$XDG_CACHE_HOME/torch_tpu or ~/.cache/torch_tpu); 'off' disables it."),
+    _Var("TORCH_TPU_CPU_FALLBACK", "0", "stable",
+         "1: ops without a tpu lowering run on the CPU (warning once per op) instead of "
+         "raising NotImplementedError."),
     _Var("TORCH_TPU_DEFER_AND_FUSE", "0", "stable",
          "1: start in Fused Eager mode (EagerMode.DEFER_AND_FUSE)."),
     _Var("TORCH_TPU_LAUNCH_BLOCKING", "0", "stable",

@@ -52,3 +52,23 @@ def synchronize(tensors: Optional[Iterable[torch.Tensor]] = None, wait: bool = T
 def is_materialized(t: torch.Tensor) -> bool:
     """False while `t` is the result of recorded ops that have not run."""
     return _C._is_materialized(t)
+
+
+class cpu_fallback_mode:
+    """Ops without a tpu lowering run on the CPU (one warning per op) while
+    enabled; off by default, when such an op raises NotImplementedError.
+
+    Call it to set the mode (``torch_tpu.cpu_fallback_mode(True)``) or use it
+    as a context manager (``with torch_tpu.cpu_fallback_mode(True): ...``).
+    """
+
+    def __init__(self, enabled: bool = True):
+        self._prev = _C._cpu_fallback_enabled()
+        _C._set_cpu_fallback(bool(enabled))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_cpu_fallback(self._prev)
+        return False

@@ -2,6 +2,7 @@
 #include <torch/csrc/utils/pybind.h>
 #include <torch/extension.h>
 
+#include "device/fallback.h"
 #include "device/generator.h"
 #include "lazy/executor.h"
 #include "lazy/modes.h"
@@ -141,5 +142,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_precision_override", &ops::SetPrecisionOverride);
   m.def("_get_precision_override", &ops::PrecisionOverride);
   m.def("_current_precision", [] { return static_cast<int64_t>(ops::CurrentPrecision()); });
+  m.def("_set_cpu_fallback", &device::SetCpuFallback);
+  m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

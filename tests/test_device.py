@@ -311,3 +311,15 @@ def test_bad_plugin_path_raises_cleanly(subprocess_results):
     assert "TORCH_TPU_PLUGIN_PATH" in err[0]
     assert "avail False" in lines
     assert "cpu still works 6.0" in lines
+
+
+def test_randint_on_device_in_range_uniform_and_reproducible():
+    torch.manual_seed(3)
+    x = torch.randint(-4, 6, (50000,), device="tpu").cpu()
+    assert x.dtype == torch.int64 and int(x.min()) == -4 and int(x.max()) == 5
+    counts = torch.bincount(x + 4, minlength=10).float() / x.numel()
+    assert torch.allclose(counts, torch.full((10,), 0.1), atol=0.01)
+    torch.manual_seed(3)
+    assert torch.equal(torch.randint(-4, 6, (50000,), device="tpu").cpu(), x)
+    with pytest.raises(RuntimeError, match="from"):
+        torch.empty(3, device="tpu", dtype=torch.long).random_(5, 2)

@@ -5,6 +5,9 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <limits>
+
+#include <ATen/Dispatch.h>
 
 #include "device/generator.h"
 #include "ir/ops.h"
@@ -97,6 +100,52 @@ Tensor& Random(Tensor& self, bool normal, double a, double b,
   return self;
 }
 
+// Integers uniform in [from, to): floor(from + u * (to - from)) with u an
+// f64 uniform, exact for ranges below 2^53.
+VS LowerRandomInt(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::TensorType& o = out[0];
+  const int64_t n = o.numel();
+  Value u = Uniform01(b, in[0], n, DType::F64);
+  Value lo = Bcast(b, in[1], DType::F64, {n});
+  Value width = ir::Binary(b, "stablehlo.subtract", Bcast(b, in[2], DType::F64, {n}), lo);
+  Value r = ir::Unary(b, "stablehlo.floor",
+                      ir::Binary(b, "stablehlo.add", lo, ir::Binary(b, "stablehlo.multiply", u, width)));
+  return {ir::Reshape(b, ir::Convert(b, r, o.dtype), o.dims)};
+}
+constexpr lazy::Lowering kRandomInt{"aten::random_", &LowerRandomInt};
+
+Tensor& random_from(Tensor& self, int64_t from, std::optional<int64_t> to,
+                    std::optional<at::Generator> gen) {
+  CheckTpu("random_", self, "self");
+  int64_t hi;
+  if (to.has_value()) {
+    hi = *to;
+  } else {
+    // to=None: up to the dtype's largest value (+1), as on CPU.
+    hi = self.scalar_type() == at::kBool ? 2
+         : at::isFloatingType(self.scalar_type())
+             ? (int64_t{1} << std::numeric_limits<float>::digits)
+             : c10::Scalar(std::numeric_limits<int64_t>::max()).toLong();
+    if (at::isIntegralType(self.scalar_type(), false)) {
+      AT_DISPATCH_INTEGRAL_TYPES(self.scalar_type(), "random_", [&] {
+        hi = static_cast<int64_t>(std::numeric_limits<scalar_t>::max());
+      });
+    }
+  }
+  TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
+              " >= to=", hi);
+  if (self.numel() == 0) return self;
+  RunInto(kRandomInt, {},
+          {StateOperand(gen, static_cast<uint64_t>(self.numel()) * 2),
+           ScalarOperand(static_cast<double>(from), at::kDouble),
+           ScalarOperand(static_cast<double>(hi), at::kDouble)},
+          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  return self;
+}
+Tensor& random_to(Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_from(self, 0, to, gen);
+}
+
 Tensor& uniform_(Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
@@ -147,6 +196,8 @@ Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", TORCH_FN(uniform_));
+  m.impl("random_.from", TORCH_FN(random_from));
+  m.impl("random_.to", TORCH_FN(random_to));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("arange.start_out", TORCH_FN(arange_out));
 }

@@ -50,7 +50,8 @@ message; a NotImplementedError naming an aten op reads ``missing: aten::X``
 (the overload named by the error), and a value mismatch reads ``mismatch``
 with the element count and the greatest differences.
 
-Each OpInfo has a time budget (``--budget``, 10 s): once spent, its remaining
+An OpInfo stops at its first failing sample once both its forward and its
+backward (if any) have failed. Each OpInfo has a time budget (``--budget``, 10 s): once spent, its remaining
 samples are skipped and the OpInfo counts as passing only if all the samples
 it did run passed (the line then says ``budget: k samples``).
 
@@ -331,7 +332,9 @@ def run_opinfo(op, bf16=False, budget=BUDGET_S, backward=True):
             elif b is not None and bwd_fail is None:
                 bwd_fail = b
             del sample
-        if res["budget_hit"]:
+            if fwd_fail and (bwd_fail or not want_bwd):
+                break  # the classification is settled: the first failure counts
+        if res["budget_hit"] or (fwd_fail and (bwd_fail or not want_bwd)):
             break
     res["fwd"] = fwd_fail if fwd_fail else (True if fwd_ok else "skip: no sample ran")
     if want_bwd:

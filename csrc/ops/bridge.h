@@ -16,6 +16,12 @@ namespace tpu::ops {
 
 ir::DType ToIr(at::ScalarType t);  // throws TypeError for unsupported dtypes
 at::ScalarType ToAten(ir::DType t);
+// A dtype as an Attrs integer.
+inline int64_t IrCode(at::ScalarType t) { return static_cast<int64_t>(ToIr(t)); }
+// PyTorch computes half and bfloat16 math in float32 ("opmath").
+inline at::ScalarType OpMathType(at::ScalarType t) {
+  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
+}
 
 lazy::StorageSlot* SlotOf(const at::Tensor& t);
 // The operand for a tpu tensor, or for a 0-d CPU tensor (a wrapped scalar).

@@ -11,13 +11,6 @@
 
 namespace tpu::ops {
 
-// PyTorch computes half and bfloat16 math in float32.
-inline at::ScalarType OpMathType(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
-inline int64_t IrCode(at::ScalarType t) { return static_cast<int64_t>(ToIr(t)); }
-
 // A meta tensor with t's sizes, strides and dtype. Running an ATen op on
 // meta arguments validates them with PyTorch's own checks and messages and
 // gives the result's sizes and dtype without touching data. Only for ops

@@ -31,11 +31,6 @@ namespace {
 
 enum class Kind { kArith, kTrueDiv, kCompare, kLogical, kBitwise, kFloatOnly };
 
-// PyTorch computes half and bfloat16 elementwise math in float32.
-at::ScalarType OpMath(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 ElementwiseMeta BinaryMeta(const char* name, const Tensor& a, const Tensor& b, Kind kind) {
   CheckTpu(name, a, "self");
   CheckTpu(name, b, "other");
@@ -45,14 +40,14 @@ ElementwiseMeta BinaryMeta(const char* name, const Tensor& a, const Tensor& b, K
   switch (kind) {
     case Kind::kArith:
       m.result = common;
-      m.compute = OpMath(common);
+      m.compute = OpMathType(common);
       break;
     case Kind::kTrueDiv:
     case Kind::kFloatOnly:
       m.result = at::isIntegralType(common, /*includeBool=*/true)
                      ? at::typeMetaToScalarType(at::get_default_dtype())
                      : common;
-      m.compute = OpMath(m.result);
+      m.compute = OpMathType(m.result);
       break;
     case Kind::kCompare:
       m.result = at::kBool;
@@ -350,7 +345,7 @@ ElementwiseMeta TernaryMeta(const char* name, const Tensor& a, const Tensor& b, 
   at::native::ResultTypeState st{};
   for (const Tensor* t : {&a, &b, &c}) st = at::native::update_result_type_state(*t, st);
   m.result = at::native::result_type(st);
-  m.compute = OpMath(m.result);
+  m.compute = OpMathType(m.result);
   return m;
 }
 

@@ -15,10 +15,6 @@ using TT = std::vector<ir::TensorType>;
 
 namespace {
 
-at::ScalarType OpMath(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 // Reduces `x` over `dim` and broadcasts the result back to x's shape.
 Value ReduceKeep(Builder& b, Value x, int64_t dim, bool is_max) {
   const ir::TensorType t = b.type(x);
@@ -72,7 +68,7 @@ Tensor Softmax(const Tensor& self, int64_t dim, bool half_to_float, bool log) {
                 "conversion is supported for Half type only");
   const auto rt = half_to_float ? at::kFloat : self.scalar_type();
   TORCH_CHECK(at::isFloatingType(rt), "\"softmax\" not implemented for '", c10::toString(rt), "'");
-  Tensor r = Run1(kSoftmax, {{d, log ? 1 : 0, static_cast<int64_t>(ToIr(OpMath(rt)))}, {}, {}},
+  Tensor r = Run1(kSoftmax, {{d, log ? 1 : 0, static_cast<int64_t>(ToIr(OpMathType(rt)))}, {}, {}},
                   {OperandOf(x)}, TypeOf(x.sizes(), rt));
   return self.dim() == 0 ? r.reshape({}) : r;
 }
@@ -86,7 +82,7 @@ Tensor SoftmaxGrad(const Tensor& g, const Tensor& y, int64_t dim, at::ScalarType
   Tensor gg = y.dim() == 0 ? g.reshape({1}) : g;
   Tensor yy = y.dim() == 0 ? y.reshape({1}) : y;
   Tensor r = Run1(kSoftmaxGrad,
-                  {{d, log ? 1 : 0, static_cast<int64_t>(ToIr(OpMath(input_dtype)))}, {}, {}},
+                  {{d, log ? 1 : 0, static_cast<int64_t>(ToIr(OpMathType(input_dtype)))}, {}, {}},
                   {OperandOf(gg), OperandOf(yy)}, TypeOf(yy.sizes(), input_dtype));
   return y.dim() == 0 ? r.reshape({}) : r;
 }

@@ -49,10 +49,6 @@ VS LowerReduce(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
 }
 constexpr lazy::Lowering kReduce{"aten::reduce", &LowerReduce};
 
-at::ScalarType OpMath(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 struct ReduceMeta {
   std::vector<int64_t> dims;   // sorted, wrapped
   std::vector<int64_t> sizes;  // result sizes
@@ -99,14 +95,14 @@ Tensor sum_dim(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   CheckTpu("sum", self, "self");
   ReduceMeta m = MetaFor(self, dim, keepdim);
   const auto rt = SumType(self, dtype);
-  return Run1(kReduce, ReduceAttrs(kSum, OpMath(rt), m), {OperandOf(self)}, TypeOf(m.sizes, rt));
+  return Run1(kReduce, ReduceAttrs(kSum, OpMathType(rt), m), {OperandOf(self)}, TypeOf(m.sizes, rt));
 }
 Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                 std::optional<at::ScalarType> dtype, Tensor& out) {
   ReduceMeta m = MetaFor(self, dim, keepdim);
   const auto rt = dtype.value_or(out.scalar_type());
   PrepareOut("sum", out, m.sizes, rt);
-  RunInto(kReduce, ReduceAttrs(kSum, OpMath(rt), m), {OperandOf(self)}, {TypeOf(m.sizes, rt)},
+  RunInto(kReduce, ReduceAttrs(kSum, OpMathType(rt), m), {OperandOf(self)}, {TypeOf(m.sizes, rt)},
           {out});
   return out;
 }
@@ -124,7 +120,7 @@ Tensor mean_dim(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   CheckTpu("mean", self, "self");
   const auto rt = MeanType(self, dtype);
   ReduceMeta m = MetaFor(self, dim, keepdim);
-  return Run1(kReduce, ReduceAttrs(kMean, OpMath(rt), m), {OperandOf(self)},
+  return Run1(kReduce, ReduceAttrs(kMean, OpMathType(rt), m), {OperandOf(self)},
               TypeOf(m.sizes, rt));
 }
 Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
@@ -132,7 +128,7 @@ Tensor& mean_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   const auto rt = MeanType(self, dtype.has_value() ? dtype : out.scalar_type());
   ReduceMeta m = MetaFor(self, dim, keepdim);
   PrepareOut("mean", out, m.sizes, rt);
-  RunInto(kReduce, ReduceAttrs(kMean, OpMath(rt), m), {OperandOf(self)}, {TypeOf(m.sizes, rt)},
+  RunInto(kReduce, ReduceAttrs(kMean, OpMathType(rt), m), {OperandOf(self)}, {TypeOf(m.sizes, rt)},
           {out});
   return out;
 }

@@ -160,10 +160,6 @@ TPU_UNARY(kBitNot, "aten::bitwise_not", BitNot, false)
 TPU_UNARY(kSgn, "aten::sgn", Sign, false)
 #undef TPU_UNARY
 
-at::ScalarType OpMath(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
-}
-
 ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
   CheckTpu(op.lowering.name, self, "self");
   ElementwiseMeta m;
@@ -171,7 +167,7 @@ ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
   m.result = self.scalar_type();
   if (op.to_float && at::isIntegralType(m.result, /*includeBool=*/true))
     m.result = at::typeMetaToScalarType(at::get_default_dtype());
-  m.compute = OpMath(m.result);
+  m.compute = OpMathType(m.result);
   return m;
 }
 
@@ -362,7 +358,7 @@ Tensor Grad(const lazy::Lowering& op, const Tensor& g, const Tensor& s, lazy::At
   CheckTpu(op.name, g, "grad_output");
   CheckTpu(op.name, s, "self");
   const auto rt = at::result_type(g, s);
-  attrs.ints.insert(attrs.ints.begin(), static_cast<int64_t>(ToIr(OpMath(rt))));
+  attrs.ints.insert(attrs.ints.begin(), static_cast<int64_t>(ToIr(OpMathType(rt))));
   auto sizes = at::infer_size(g.sizes(), s.sizes());
   return Run1(op, attrs, {OperandOf(g), OperandOf(s)}, TypeOf(sizes, rt));
 }
@@ -382,12 +378,12 @@ int64_t GeluMode(c10::string_view approximate) {
 Tensor gelu(const Tensor& x, c10::string_view approximate) {
   CheckTpu("gelu", x, "self");
   const auto rt = x.scalar_type();
-  return Run1(kGelu, {{static_cast<int64_t>(ToIr(OpMath(rt))), GeluMode(approximate)}, {}, {}},
+  return Run1(kGelu, {{static_cast<int64_t>(ToIr(OpMathType(rt))), GeluMode(approximate)}, {}, {}},
               {OperandOf(x)}, TypeOf(x.sizes(), rt));
 }
 Tensor& gelu_(Tensor& x, c10::string_view approximate) {
   const auto rt = x.scalar_type();
-  RunInto(kGelu, {{static_cast<int64_t>(ToIr(OpMath(rt))), GeluMode(approximate)}, {}, {}},
+  RunInto(kGelu, {{static_cast<int64_t>(ToIr(OpMathType(rt))), GeluMode(approximate)}, {}, {}},
           {OperandOf(x)}, {TypeOf(x.sizes(), rt)}, {x});
   return x;
 }

@@ -38,6 +38,10 @@ What is checked
 * random ops (dropout, bernoulli, normal, rand*, empty*, ...) are compared by
   shape and dtype only: their values are not expected to agree across devices.
 * a sample on which the CPU reference itself raises is skipped.
+* samples: ``op.sample_inputs`` (a few per OpInfo: unary ufuncs have one 20x20
+  tensor); ``--reference-inputs`` uses ``op.reference_inputs`` instead (edge
+  cases, extremal values, broadcasting; many more samples, slower).
+* arguments an op requires on the CPU stay there (tensor_split's indices).
 * tensors are copied with their strides and storage offset (a view of a larger
   storage stays a view on tpu), so layout-dependent ops (as_strided, ...) see
   the same memory on both devices.
@@ -97,6 +101,9 @@ _RANDOM_PATTERNS = re.compile(
     r"(dropout|bernoulli|normal|uniform|rand|multinomial|empty|exponential|"
     r"geometric|cauchy|log_normal|rrelu|poisson)")
 
+# Tensor arguments an op requires on the CPU (by position in sample.args).
+_ARGS_ON_CPU = {"tensor_split": {0}}
+
 _MISSING_RE = re.compile(r"'(aten::[A-Za-z0-9_.]+)'")
 
 
@@ -130,12 +137,12 @@ def _to_device_tensor(t, device):
     """t copied to device with the same strides and storage offset."""
     src = t.detach()
     if src.layout != torch.strided:
-        return src.to(device)
+        return src.to(device, copy=True)
     try:
         if src.is_contiguous() and src.storage_offset() == 0:
-            return src.to(device)
+            return src.to(device, copy=True)
         nelem = src.untyped_storage().nbytes() // src.element_size()
-        flat = torch.as_strided(src, (nelem,), (1,), 0).to(device)
+        flat = torch.as_strided(src, (nelem,), (1,), 0).to(device, copy=True)
         out = torch.as_strided(flat, src.size(), src.stride(), src.storage_offset())
         return out
     except Exception:
@@ -236,11 +243,17 @@ def run_sample(op, sample, dtype, check_backward):
     the CPU reference raised, or no backward), True (pass) or a reason string."""
     random_values = is_random_op(op)
     tpu_tree = to_device((sample.input, sample.args, sample.kwargs), DEVICE)
-    # CPU reference
-    cpu_inputs = [x for x in _float_tensors((sample.input, sample.args, sample.kwargs))
-                  if x.requires_grad] if check_backward else []
+    keep = _ARGS_ON_CPU.get(op.name)
+    if keep:
+        tpu_tree = (tpu_tree[0], tuple(a if i not in keep else sample.args[i]
+                                       for i, a in enumerate(tpu_tree[1])), tpu_tree[2])
+    # The CPU reference runs on fresh leaf copies too, made the same way: the
+    # sample's own tensors may be views whose gradient flows to a hidden base.
+    cpu_tree = to_device((sample.input, sample.args, sample.kwargs), "cpu")
+    cpu_inputs = [x for x in _float_tensors(cpu_tree) if x.requires_grad] \
+        if check_backward else []
     try:
-        cpu_out = _call(op, sample.input, sample.args, sample.kwargs)
+        cpu_out = _call(op, cpu_tree[0], cpu_tree[1], cpu_tree[2])
     except Exception:
         return None, None
     try:
@@ -284,7 +297,7 @@ def _dtypes_for(op, bf16):
     return []
 
 
-def run_opinfo(op, bf16=False, budget=BUDGET_S, backward=True):
+def run_opinfo(op, bf16=False, budget=BUDGET_S, backward=True, reference=False):
     """Runs one OpInfo; returns a dict: name, fwd, bwd (True / reason / None), samples,
     budget_hit, seconds, dtypes."""
     t0 = time.perf_counter()
@@ -302,7 +315,8 @@ def run_opinfo(op, bf16=False, budget=BUDGET_S, backward=True):
         grad = want_bwd and dt == torch.float32
         torch.manual_seed(0)
         try:
-            samples = op.sample_inputs("cpu", dt, requires_grad=grad)
+            inputs = op.reference_inputs if reference else op.sample_inputs
+            samples = inputs("cpu", dt, requires_grad=grad)
             it = iter(samples)
         except Exception as e:  # noqa: BLE001
             fwd_fail = fwd_fail or f"sample_inputs raised {reason_of(e)}"
@@ -385,7 +399,7 @@ def missing_ops(results):
 
 # --------------------------------------------------------------- worker --
 
-def _worker_main(indices, bf16, budget):
+def _worker_main(indices, bf16, budget, reference):
     torch.set_float32_matmul_precision("highest")
     ops = get_op_db()
     out = sys.stdout
@@ -394,7 +408,7 @@ def _worker_main(indices, bf16, budget):
         out.write(json.dumps({"start": i}) + "\n")
         out.flush()
         try:
-            res = run_opinfo(op, bf16=bf16, budget=budget)
+            res = run_opinfo(op, bf16=bf16, budget=budget, reference=reference)
         except BaseException as e:  # noqa: BLE001
             res = {"name": op_full_name(op), "fwd": "sweep error: " + reason_of(e),
                    "bwd": None, "samples": 0, "budget_hit": False, "dtypes": []}
@@ -410,6 +424,8 @@ class _Worker:
                ",".join(map(str, indices)), "--budget", str(args.budget)]
         if args.bf16:
             cmd.append("--bf16")
+        if args.reference_inputs:
+            cmd.append("--reference-inputs")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL if not args.verbose else None,
                                      text=True, bufsize=1)
@@ -486,6 +502,9 @@ def main():
     p.add_argument("--ops", help="comma-separated OpInfo names (name or name.variant)")
     p.add_argument("--limit", type=int, help="run only the first N OpInfos")
     p.add_argument("--bf16", action="store_true", help="also run bfloat16 samples")
+    p.add_argument("--reference-inputs", action="store_true",
+                   help="use the OpInfos' reference_inputs (sample_inputs plus many more "
+                        "cases; slower) instead of sample_inputs")
     p.add_argument("--budget", type=float, default=BUDGET_S,
                    help="seconds per OpInfo before its remaining samples are skipped")
     p.add_argument("--hard-timeout", type=float, default=120,
@@ -500,7 +519,8 @@ def main():
     args = p.parse_args()
 
     if args.worker is not None:
-        _worker_main([int(i) for i in args.worker.split(",") if i], args.bf16, args.budget)
+        _worker_main([int(i) for i in args.worker.split(",") if i], args.bf16, args.budget,
+                     args.reference_inputs)
         return
 
     t0 = time.perf_counter()
@@ -516,7 +536,8 @@ def main():
 
     if args.in_process:
         for op in ops:
-            on_result(run_opinfo(op, bf16=args.bf16, budget=args.budget))
+            on_result(run_opinfo(op, bf16=args.bf16, budget=args.budget,
+                                 reference=args.reference_inputs))
     else:
         run_with_workers([index[id(op)] for op in ops], args, on_result)
 

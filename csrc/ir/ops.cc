@@ -368,6 +368,19 @@ Value DotGeneral(Builder& b, Value lhs, Value rhs, const DotDims& dd, const Tens
   return b.Op1("stablehlo.dot_general", {lhs, rhs}, out, std::move(attrs));
 }
 
+Value RoundToBF16(Builder& b, Value x) {
+  const TensorType t = b.type(x);
+  const TensorType ut{DType::U32, t.dims};
+  auto full = [&](int64_t v) { return Full(b, ConstantI(b, v, DType::U32), t.dims); };
+  Value bits = b.Op1("stablehlo.bitcast_convert", {x}, ut);
+  Value odd = Binary(b, "stablehlo.and", Binary(b, "stablehlo.shift_right_logical", bits, full(16)),
+                     full(1));
+  Value rounded = Binary(b, "stablehlo.add", bits, Binary(b, "stablehlo.add", full(0x7FFF), odd));
+  rounded = Binary(b, "stablehlo.and", rounded, full(0xFFFF0000LL));
+  Value r = b.Op1("stablehlo.bitcast_convert", {rounded}, t);
+  return Select(b, Compare(b, x, x, Cmp::NE), x, r);  // NaN stays NaN
+}
+
 Value Take(Builder& b, Value flat, Value indices) {
   const TensorType& it = b.type(indices);
   const TensorType& ft = b.type(flat);

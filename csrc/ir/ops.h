@@ -60,6 +60,11 @@ struct DotDims {
 Value DotGeneral(Builder& b, Value lhs, Value rhs, const DotDims& dd, const TensorType& out,
                  const std::string& precision = "", const std::string& algorithm = "");
 
+// f32 values rounded to the nearest bf16 (ties to even), kept in f32. Done
+// with integer ops on the bits, so a compiler cannot turn a following f32
+// dot into a (slower on some backends) mixed-precision bf16 dot.
+Value RoundToBF16(Builder& b, Value x);
+
 // Elements of the 1-d `flat` at the (integer) positions in `indices`,
 // result shaped like `indices`.
 Value Take(Builder& b, Value flat, Value indices);

@@ -70,9 +70,7 @@ Value RawConv(Builder& b, Value lhs, Value rhs, const ir::TensorType& out, const
 template <typename F>
 Value PreciseConv(Builder& b, Value lhs, Value rhs, Precision p, F conv) {
   if (b.type(lhs).dtype != DType::F32 || p == Precision::kHighest) return conv(lhs, rhs);
-  auto round = [&](Value x) {
-    return ir::Convert(b, ir::Convert(b, x, DType::BF16), DType::F32);
-  };
+  auto round = [&](Value x) { return ir::RoundToBF16(b, x); };
   Value lh = round(lhs), rh = round(rhs);
   Value r = conv(lh, rh);
   if (p == Precision::kHigh) {

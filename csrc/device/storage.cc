@@ -15,6 +15,7 @@
 #include "lazy/executor.h"
 #include "lazy/views.h"
 #include "ops/bridge.h"
+#include "ir/ops.h"
 #include "ops/lowerings.h"
 
 namespace tpu::device {
@@ -108,11 +109,38 @@ const Tensor& resize_(const Tensor& self, at::IntArrayRef size,
   return self;
 }
 
+// The value of a tensor whose conjugate / negative bit is set.
+std::vector<ir::Value> LowerResolveBits(ir::Builder& b, const std::vector<ir::Value>& in,
+                                        const lazy::Attrs& a, const std::vector<ir::TensorType>&) {
+  ir::Value x = in[0];
+  const ir::TensorType t = b.type(x);
+  if (a.ints[0] && ir::IsComplex(t.dtype)) {
+    const ir::TensorType part{t.dtype == ir::DType::C64 ? ir::DType::F32 : ir::DType::F64, t.dims};
+    ir::Value re = b.Op1("stablehlo.real", {x}, part);
+    ir::Value im = ir::Unary(b, "stablehlo.negate", b.Op1("stablehlo.imag", {x}, part));
+    x = b.Op1("stablehlo.complex", {re, im}, t);
+  }
+  if (a.ints[1]) x = ir::Unary(b, "stablehlo.negate", x);
+  return {x};
+}
+constexpr lazy::Lowering kResolveBits{"aten::resolve_conj", &LowerResolveBits};
+
 // Copies between host and device, and within the device.
-Tensor CopyFrom(const Tensor& src, const Tensor& dst, bool non_blocking) {
-  const bool src_tpu = src.device().type() == c10::DeviceType::PrivateUse1;
+Tensor CopyFrom(const Tensor& src_in, const Tensor& dst, bool non_blocking) {
+  const bool src_tpu = src_in.device().type() == c10::DeviceType::PrivateUse1;
   const bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
   if (dst.numel() == 0) return dst;
+  // _copy_from falls through the Conjugate / Negative keys (see below), so
+  // the lazy conjugate and negative bits are resolved here.
+  Tensor src = src_in;
+  if (src.is_conj() || src.is_neg()) {
+    if (src_tpu) {
+      src = ops::Run1(kResolveBits, {{src.is_conj() ? 1 : 0, src.is_neg() ? 1 : 0}, {}, {}},
+                      {ops::OperandOf(src)}, ops::TypeOf(src.sizes(), src.scalar_type()));
+    } else {
+      src = src.resolve_conj().resolve_neg();
+    }
+  }
   if (dst_tpu && !src_tpu) {
     TORCH_CHECK(src.device().is_cpu(), "copy_: cannot copy from ", src.device(), " to tpu");
     Tensor host = src;
@@ -185,6 +213,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(CopyFrom));
   m.impl("_copy_from_and_resize", TORCH_FN(_copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(_local_scalar_dense));
+}
+
+// The conjugate / negative fallbacks would materialize _copy_from's input
+// with clone(), which calls _copy_from again: CopyFrom resolves the bits.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace tpu::device

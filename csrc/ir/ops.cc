@@ -111,12 +111,15 @@ const char* CmpName(Cmp c) {
 Value ConstantF(Builder& b, double v, DType t) {
   if (IsFloat(t)) return ScalarConstant(b, FloatLiteral(v, t), t);
   if (t == DType::PRED) return ScalarConstant(b, v != 0 ? "true" : "false", t);
-  if (IsComplex(t)) throw std::logic_error("ConstantF: complex constants are not supported");
+  if (IsComplex(t)) {  // (real, imaginary)
+    const DType part = t == DType::C64 ? DType::F32 : DType::F64;
+    return ScalarConstant(b, "(" + FloatLiteral(v, part) + "," + FloatLiteral(0, part) + ")", t);
+  }
   return ConstantI(b, static_cast<int64_t>(v), t);
 }
 
 Value ConstantI(Builder& b, int64_t v, DType t) {
-  if (IsFloat(t)) return ConstantF(b, static_cast<double>(v), t);
+  if (IsFloat(t) || IsComplex(t)) return ConstantF(b, static_cast<double>(v), t);
   if (t == DType::PRED) return ScalarConstant(b, v != 0 ? "true" : "false", t);
   if (IsUnsigned(t) && t == DType::U64)
     return ScalarConstant(b, std::to_string(static_cast<uint64_t>(v)), t);

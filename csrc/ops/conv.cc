@@ -202,7 +202,22 @@ VS LowerConvBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   size_t o = 0;
   if (want_x) {
     ir::TensorType t{ct, out[o].dims};
-    Value gx = p.transposed ? ConvForward(b, gy, w, p, t, prec) : ConvGradInput(b, gy, w, p, t, prec);
+    Value gx;
+    if (p.transposed) {
+      // With output_padding >= stride the plain convolution of gy covers
+      // more than the input; the extra trailing positions are dropped.
+      const ir::TensorType gt = b.type(gy), wt = b.type(w);
+      ir::TensorType full = t;
+      for (size_t d = 0; d + 2 < gt.dims.size(); ++d) {
+        const int64_t k_eff = p.dilation[d] * (wt.dims[d + 2] - 1) + 1;
+        full.dims[d + 2] = (gt.dims[d + 2] + 2 * p.padding[d] - k_eff) / p.stride[d] + 1;
+      }
+      gx = ConvForward(b, gy, w, p, full, prec);
+      if (full.dims != t.dims)
+        gx = ir::Slice(b, gx, Dims(t.dims.size(), 0), t.dims, Dims(t.dims.size(), 1));
+    } else {
+      gx = ConvGradInput(b, gy, w, p, t, prec);
+    }
     r.push_back(ir::Convert(b, gx, out[o++].dtype));
   }
   if (want_w) {

@@ -57,6 +57,12 @@ struct ReduceMeta {
 ReduceMeta MetaFor(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   ReduceMeta m;
   const int64_t nd = self.dim();
+  if (nd == 0) {
+    // A 0-d tensor reduces over nothing; dim 0 / -1 are accepted as on CPU.
+    if (dim.has_value())
+      for (int64_t d : *dim) at::maybe_wrap_dim(d, static_cast<int64_t>(0));
+    return m;
+  }
   std::vector<bool> reduced(nd, false);
   if (!dim.has_value() || dim->empty()) {
     std::fill(reduced.begin(), reduced.end(), true);

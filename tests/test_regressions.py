@@ -1,0 +1,48 @@
+"""Bugs found by the OpInfo sweep, each with the test that would have caught it."""
+
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def test_reductions_with_dim_on_0d_tensors():
+    # Used to write past the end of a vector (segfault).
+    x = torch.randn(())
+    t = x.to(TPU)
+    for f in (lambda v: v.sum(0), lambda v: v.mean(-1), lambda v: v.amax(0),
+              lambda v: v.argmax(0), lambda v: v.max(0)[0], lambda v: v.logsumexp(0),
+              lambda v: v.sum(0, keepdim=True)):
+        assert_close(f(t).cpu(), f(x))
+
+
+def test_conj_and_neg_views_copy_without_recursion():
+    # clone() of a conj view recursed through the conjugate fallback.
+    a = torch.randn(5, dtype=torch.complex64)
+    x = a.to(TPU)
+    assert torch.equal(x.conj().clone().cpu(), a.conj().resolve_conj())
+    assert torch.equal(x.conj().cpu(), a.conj().resolve_conj())
+    b = torch.randn(6)
+    assert torch.equal(b.to(TPU)._neg_view().clone().cpu(), -b)
+    assert torch.equal(a.conj().to(TPU).cpu(), a.conj().resolve_conj())
+
+
+def test_noncontiguous_real_to_complex():
+    # Complex zero constants were printed as a single number.
+    r = torch.randn(2, 3)
+    got = r.t().to(TPU).to(torch.complex64).cpu()
+    assert torch.equal(got, r.t().to(torch.complex64))
+
+
+def test_conv_transpose_backward_with_output_padding_beyond_stride(highest_matmul_precision):
+    x = torch.randn(1, 2, 4, 4)
+    w = torch.randn(2, 3, 3, 3)
+    grads = []
+    for dev in ("cpu", TPU):
+        xi = x.detach().clone().to(dev).requires_grad_()
+        wi = w.detach().clone().to(dev).requires_grad_()
+        F.conv_transpose2d(xi, wi, stride=1, output_padding=1, dilation=2).square().sum().backward()
+        grads.append((xi.grad.cpu(), wi.grad.cpu()))
+    assert_close(grads[1][0], grads[0][0], rtol=1e-4, atol=1e-4)
+    assert_close(grads[1][1], grads[0][1], rtol=1e-4, atol=1e-4)

@@ -1130,3 +1130,38 @@ def test_floor_divide_logical_not_sgn_match_cpu():
     g.abs().sum().backward()
     gt.abs().sum().backward()
     assert_close(gt.grad.cpu(), g.grad)
+
+
+# ------------------------------------ trigonometry, hyperbolic, products --
+
+@pytest.mark.parametrize("name,lo,hi", [
+    ("tan", -1.4, 1.4), ("atan", -20, 20), ("asin", -0.999, 0.999), ("acos", -0.999, 0.999),
+    ("sinh", -8, 8), ("cosh", -8, 8), ("asinh", -50, 50), ("acosh", 1.0, 50),
+    ("atanh", -0.999, 0.999),
+])
+def test_inverse_and_hyperbolic_trig_match_cpu(name, lo, hi):
+    x = torch.empty(4096).uniform_(lo, hi)
+    x[:4] = torch.tensor([1e-7, -1e-7, 1e-3, -1e-3]).clamp(lo, hi)
+    fn = getattr(torch, name)
+    assert_close(fn(x.to(TPU)).cpu(), fn(x), rtol=2e-5, atol=1e-6)
+    xg = x[:64].clone().requires_grad_()
+    xt = x[:64].clone().to(TPU).requires_grad_()
+    fn(xg).sum().backward()
+    fn(xt).sum().backward()
+    assert_close(xt.grad.cpu(), xg.grad, rtol=1e-4, atol=1e-5)
+    # integer input promotes to float, as on CPU
+    assert fn(torch.ones(3, dtype=torch.int32, device=TPU) * (1 if name != "acosh" else 2)).dtype == torch.float32
+
+
+def test_prod_matches_cpu():
+    x = torch.rand(4, 6) + 0.5
+    assert_close(torch.prod(x.to(TPU)).cpu(), torch.prod(x))
+    assert_close(torch.prod(x.to(TPU), 1).cpu(), torch.prod(x, 1))
+    assert_close(torch.prod(x.to(TPU), 0, keepdim=True).cpu(), torch.prod(x, 0, keepdim=True))
+    i = torch.randint(1, 4, (5,), dtype=torch.int32)
+    assert torch.equal(torch.prod(i.to(TPU)).cpu(), torch.prod(i))
+    xg = x.clone().requires_grad_()
+    xt = x.clone().to(TPU).requires_grad_()
+    torch.prod(xg, 1).sum().backward()
+    torch.prod(xt, 1).sum().backward()
+    assert_close(xt.grad.cpu(), xg.grad)

@@ -113,6 +113,32 @@ Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   return out;
 }
 
+Tensor prod_all(const Tensor& self, std::optional<at::ScalarType> dtype) {
+  CheckTpu("prod", self, "self");
+  ReduceMeta m = MetaFor(self, std::nullopt, false);
+  const auto rt = SumType(self, dtype);
+  return Run1(kReduce, ReduceAttrs(kProd, OpMathType(rt), m), {OperandOf(self)},
+              TypeOf(m.sizes, rt));
+}
+Tensor& prod_dim_out(const Tensor& self, int64_t dim, bool keepdim,
+                     std::optional<at::ScalarType> dtype, Tensor& out) {
+  CheckTpu("prod", self, "self");
+  ReduceMeta m = MetaFor(self, at::IntArrayRef{dim}, keepdim);
+  const auto rt = dtype.value_or(out.scalar_type());
+  PrepareOut("prod", out, m.sizes, rt);
+  RunInto(kReduce, ReduceAttrs(kProd, OpMathType(rt), m), {OperandOf(self)},
+          {TypeOf(m.sizes, rt)}, {out});
+  return out;
+}
+Tensor prod_dim(const Tensor& self, int64_t dim, bool keepdim,
+                std::optional<at::ScalarType> dtype) {
+  CheckTpu("prod", self, "self");
+  ReduceMeta m = MetaFor(self, at::IntArrayRef{dim}, keepdim);
+  const auto rt = SumType(self, dtype);
+  return Run1(kReduce, ReduceAttrs(kProd, OpMathType(rt), m), {OperandOf(self)},
+              TypeOf(m.sizes, rt));
+}
+
 at::ScalarType MeanType(const Tensor& self, std::optional<at::ScalarType> dtype) {
   const auto rt = dtype.value_or(self.scalar_type());
   TORCH_CHECK(at::isFloatingType(rt) || at::isComplexType(rt),
@@ -253,6 +279,9 @@ Tensor& argmin_out(const Tensor& s, std::optional<int64_t> dim, bool keepdim, Te
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
   m.impl("sum.IntList_out", TORCH_FN(sum_out));
+  m.impl("prod", TORCH_FN(prod_all));
+  m.impl("prod.dim_int", TORCH_FN(prod_dim));
+  m.impl("prod.int_out", TORCH_FN(prod_dim_out));
   m.impl("mean.dim", TORCH_FN(mean_dim));
   m.impl("mean.out", TORCH_FN(mean_out));
   m.impl("amax", TORCH_FN(amax));

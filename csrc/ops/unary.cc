@@ -88,6 +88,43 @@ Value LogicalNot(Builder& b, Value x) {
   return ir::Unary(b, "stablehlo.not", ir::Convert(b, x, DType::PRED));
 }
 Value IsNan(Builder& b, Value x) { return ir::Compare(b, x, x, ir::Cmp::NE); }
+
+// Inverse and hyperbolic trigonometry, from primitives that keep precision
+// near zero (expm1, log1p, atan2).
+Value Mul(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.multiply", x, y); }
+Value Tan(Builder& b, Value x) { return ir::Binary(b, "stablehlo.divide", Sin(b, x), Cos(b, x)); }
+Value Atan(Builder& b, Value x) { return ir::Binary(b, "stablehlo.atan2", x, C(b, 1, x)); }
+Value OneMinusSq(Builder& b, Value x) {  // sqrt(1 - x^2) as sqrt((1 - x)(1 + x))
+  return Sqrt(b, Mul(b, ir::Binary(b, "stablehlo.subtract", C(b, 1, x), x),
+                     ir::Binary(b, "stablehlo.add", C(b, 1, x), x)));
+}
+Value Asin(Builder& b, Value x) { return ir::Binary(b, "stablehlo.atan2", x, OneMinusSq(b, x)); }
+Value Acos(Builder& b, Value x) { return ir::Binary(b, "stablehlo.atan2", OneMinusSq(b, x), x); }
+Value Sinh(Builder& b, Value x) {
+  return Mul(b, C(b, 0.5, x), ir::Binary(b, "stablehlo.subtract", Expm1(b, x), Expm1(b, Neg(b, x))));
+}
+Value Cosh(Builder& b, Value x) {
+  return Mul(b, C(b, 0.5, x), ir::Binary(b, "stablehlo.add", Exp(b, x), Exp(b, Neg(b, x))));
+}
+Value Asinh(Builder& b, Value x) {  // sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2)))
+  Value a = Abs(b, x);
+  Value sq = Mul(b, a, a);
+  Value r = Log1p(b, ir::Binary(b, "stablehlo.add", a,
+                                ir::Binary(b, "stablehlo.divide", sq,
+                                           ir::Binary(b, "stablehlo.add", C(b, 1, x),
+                                                      Sqrt(b, ir::Binary(b, "stablehlo.add", C(b, 1, x), sq))))));
+  return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT), Neg(b, r), r);
+}
+Value Acosh(Builder& b, Value x) {  // log(x + sqrt(x^2 - 1)); NaN below 1
+  Value s = Sqrt(b, Mul(b, ir::Binary(b, "stablehlo.subtract", x, C(b, 1, x)),
+                        ir::Binary(b, "stablehlo.add", x, C(b, 1, x))));
+  return Log(b, ir::Binary(b, "stablehlo.add", x, s));
+}
+Value Atanh(Builder& b, Value x) {  // 0.5 * log1p(2x / (1 - x))
+  return Mul(b, C(b, 0.5, x),
+             Log1p(b, ir::Binary(b, "stablehlo.divide", Mul(b, C(b, 2, x), x),
+                                 ir::Binary(b, "stablehlo.subtract", C(b, 1, x), x))));
+}
 Value IsPosInf(Builder& b, Value x) {
   if (!ir::IsFloat(b.type(x).dtype)) return ir::Compare(b, x, x, ir::Cmp::NE);  // all false
   return ir::Compare(b, x, ir::Full(b, ir::MaxValue(b, b.type(x).dtype), b.type(x).dims),
@@ -158,6 +195,15 @@ TPU_UNARY(kRelu, "aten::relu", Relu, false)
 TPU_UNARY(kSilu, "aten::silu", Silu, false)
 TPU_UNARY(kBitNot, "aten::bitwise_not", BitNot, false)
 TPU_UNARY(kSgn, "aten::sgn", Sign, false)
+TPU_UNARY(kTan, "aten::tan", Tan, true)
+TPU_UNARY(kAtan, "aten::atan", Atan, true)
+TPU_UNARY(kAsin, "aten::asin", Asin, true)
+TPU_UNARY(kAcos, "aten::acos", Acos, true)
+TPU_UNARY(kSinh, "aten::sinh", Sinh, true)
+TPU_UNARY(kCosh, "aten::cosh", Cosh, true)
+TPU_UNARY(kAsinh, "aten::asinh", Asinh, true)
+TPU_UNARY(kAcosh, "aten::acosh", Acosh, true)
+TPU_UNARY(kAtanh, "aten::atanh", Atanh, true)
 #undef TPU_UNARY
 
 ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
@@ -221,6 +267,15 @@ TPU_UNARY_KERNELS(relu, kRelu)
 TPU_UNARY_KERNELS(silu, kSilu)
 TPU_UNARY_KERNELS(bitwise_not, kBitNot)
 TPU_UNARY_KERNELS(sgn, kSgn)
+TPU_UNARY_KERNELS(tan, kTan)
+TPU_UNARY_KERNELS(atan, kAtan)
+TPU_UNARY_KERNELS(asin, kAsin)
+TPU_UNARY_KERNELS(acos, kAcos)
+TPU_UNARY_KERNELS(sinh, kSinh)
+TPU_UNARY_KERNELS(cosh, kCosh)
+TPU_UNARY_KERNELS(asinh, kAsinh)
+TPU_UNARY_KERNELS(acosh, kAcosh)
+TPU_UNARY_KERNELS(atanh, kAtanh)
 
 #undef TPU_UNARY_KERNELS
 
@@ -402,6 +457,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(sqrt) REG(rsqrt) REG(reciprocal) REG(tanh) REG(sigmoid) REG(sin) REG(cos) REG(erf)
   REG(floor) REG(ceil) REG(round) REG(trunc) REG(sign) REG(silu) REG(bitwise_not) REG(sgn)
   REG(logical_not)
+  REG(tan) REG(atan) REG(asin) REG(acos) REG(sinh) REG(cosh) REG(asinh) REG(acosh) REG(atanh)
 #undef REG
   m.impl("relu", TORCH_FN(relu_fn));
   m.impl("relu_", TORCH_FN(relu__fn));

@@ -1165,3 +1165,21 @@ def test_prod_matches_cpu():
     torch.prod(xg, 1).sum().backward()
     torch.prod(xt, 1).sum().backward()
     assert_close(xt.grad.cpu(), xg.grad)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: F.leaky_relu(t, 0.07), lambda t: F.hardtanh(t, -0.5, 0.8), F.relu6,
+    lambda t: F.elu(t, 1.3), F.selu, F.celu,
+], ids=["leaky_relu", "hardtanh", "relu6", "elu", "selu", "celu"])
+def test_parametric_activations_forward_backward(fn):
+    x = torch.randn(200) * 3
+    xg = x.clone().requires_grad_()
+    xt = x.clone().to(TPU).requires_grad_()
+    yc, yt = fn(xg), fn(xt)
+    assert_close(yt.detach().cpu(), yc.detach(), rtol=1e-5, atol=1e-6)
+    yc.sum().backward()
+    yt.sum().backward()
+    assert_close(xt.grad.cpu(), xg.grad, rtol=1e-5, atol=1e-6)
+    y_in = x.to(TPU).clone()
+    F.leaky_relu_(y_in, 0.2)
+    assert_close(y_in.cpu(), F.leaky_relu(x, 0.2))

@@ -446,6 +446,113 @@ Tensor gelu_backward(const Tensor& g, const Tensor& x, c10::string_view approxim
   return Grad(kGeluGrad, g, x, {{GeluMode(approximate)}, {}, {}});
 }
 
+// ---- activations with constant parameters (attrs.floats) ----
+// ints = (compute dtype); leaky_relu: (slope); hardtanh: (min, max);
+// elu: (alpha, scale, input_scale).
+
+Value LeakyRelu(Builder& b, Value x, const lazy::Attrs& a) {
+  return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::GT), x, Mul(b, x, C(b, a.floats[0], x)));
+}
+Value Hardtanh(Builder& b, Value x, const lazy::Attrs& a) {
+  return ir::Min(b, ir::Max(b, x, C(b, a.floats[0], x)), C(b, a.floats[1], x));
+}
+Value Elu(Builder& b, Value x, const lazy::Attrs& a) {
+  Value neg = Mul(b, C(b, a.floats[0] * a.floats[1], x), Expm1(b, Mul(b, x, C(b, a.floats[2], x))));
+  return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::GT), Mul(b, x, C(b, a.floats[1], x)), neg);
+}
+using ParamFn = Value (*)(Builder&, Value, const lazy::Attrs&);
+template <ParamFn F>
+VS LowerParam(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  Value x = ir::Convert(b, in[0], static_cast<DType>(a.ints[0]));
+  return {ir::Convert(b, F(b, x, a), out[0].dtype)};
+}
+constexpr lazy::Lowering kLeakyRelu{"aten::leaky_relu", &LowerParam<LeakyRelu>};
+constexpr lazy::Lowering kHardtanh{"aten::hardtanh", &LowerParam<Hardtanh>};
+constexpr lazy::Lowering kElu{"aten::elu", &LowerParam<Elu>};
+
+// Backward: ins = (grad, saved); for elu ints[1] says whether `saved` is the result.
+Value LeakyReluGrad(Builder& b, Value g, Value x, const lazy::Attrs& a) {
+  return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::GT), g, Mul(b, g, C(b, a.floats[0], g)));
+}
+Value HardtanhGrad(Builder& b, Value g, Value x, const lazy::Attrs& a) {
+  Value inside = ir::Binary(b, "stablehlo.and", ir::Compare(b, x, C(b, a.floats[0], x), ir::Cmp::GT),
+                            ir::Compare(b, x, C(b, a.floats[1], x), ir::Cmp::LT));
+  return ir::Select(b, inside, g, C(b, 0, g));
+}
+Value EluGrad(Builder& b, Value g, Value s, const lazy::Attrs& a) {
+  const double alpha = a.floats[0], scale = a.floats[1], in_scale = a.floats[2];
+  Value neg_slope;
+  if (a.ints[1]) {  // s is the result: d = in_scale * (s + alpha * scale)
+    neg_slope = Mul(b, C(b, in_scale, s), ir::Binary(b, "stablehlo.add", s, C(b, alpha * scale, s)));
+  } else {          // s is the input: d = in_scale * alpha * scale * exp(in_scale * s)
+    neg_slope = Mul(b, C(b, in_scale * alpha * scale, s), Exp(b, Mul(b, s, C(b, in_scale, s))));
+  }
+  Value pos = ir::Compare(b, s, C(b, 0, s), ir::Cmp::GT);
+  return Mul(b, g, ir::Select(b, pos, C(b, scale, s), neg_slope));
+}
+constexpr lazy::Lowering kLeakyReluGrad{"aten::leaky_relu_backward", &LowerGrad<LeakyReluGrad>};
+constexpr lazy::Lowering kHardtanhGrad{"aten::hardtanh_backward", &LowerGrad<HardtanhGrad>};
+constexpr lazy::Lowering kEluGrad{"aten::elu_backward", &LowerGrad<EluGrad>};
+
+Tensor Param(const lazy::Lowering& op, const Tensor& x, std::vector<double> params,
+             const Tensor* dst, bool out_form) {
+  CheckTpu(op.name, x, "self");
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()), "\"", op.name, "\" not implemented for '",
+              c10::toString(x.scalar_type()), "'");
+  const lazy::Attrs attrs{{IrCode(OpMathType(x.scalar_type()))}, std::move(params), {}};
+  if (!dst) return Run1(op, attrs, {OperandOf(x)}, TypeOf(x.sizes(), x.scalar_type()));
+  if (out_form) PrepareOut(op.name, *dst, x.sizes(), x.scalar_type());
+  RunInto(op, attrs, {OperandOf(x)}, {TypeOf(x.sizes(), x.scalar_type())}, {*dst});
+  return *dst;
+}
+
+Tensor leaky_relu(const Tensor& x, const c10::Scalar& s) {
+  return Param(kLeakyRelu, x, {s.toDouble()}, nullptr, false);
+}
+Tensor& leaky_relu_(Tensor& x, const c10::Scalar& s) {
+  Param(kLeakyRelu, x, {s.toDouble()}, &x, false);
+  return x;
+}
+Tensor& leaky_relu_out(const Tensor& x, const c10::Scalar& s, Tensor& o) {
+  Param(kLeakyRelu, x, {s.toDouble()}, &o, true);
+  return o;
+}
+Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, const c10::Scalar& s, bool) {
+  return Grad(kLeakyReluGrad, g, x, {{}, {s.toDouble()}, {}});
+}
+Tensor hardtanh(const Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi) {
+  return Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, nullptr, false);
+}
+Tensor& hardtanh_(Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi) {
+  Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, &x, false);
+  return x;
+}
+Tensor& hardtanh_out(const Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi, Tensor& o) {
+  Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, &o, true);
+  return o;
+}
+Tensor hardtanh_backward(const Tensor& g, const Tensor& x, const c10::Scalar& lo,
+                         const c10::Scalar& hi) {
+  return Grad(kHardtanhGrad, g, x, {{}, {lo.toDouble(), hi.toDouble()}, {}});
+}
+Tensor elu(const Tensor& x, const c10::Scalar& a, const c10::Scalar& s, const c10::Scalar& is) {
+  return Param(kElu, x, {a.toDouble(), s.toDouble(), is.toDouble()}, nullptr, false);
+}
+Tensor& elu_(Tensor& x, const c10::Scalar& a, const c10::Scalar& s, const c10::Scalar& is) {
+  Param(kElu, x, {a.toDouble(), s.toDouble(), is.toDouble()}, &x, false);
+  return x;
+}
+Tensor& elu_out(const Tensor& x, const c10::Scalar& a, const c10::Scalar& s,
+                const c10::Scalar& is, Tensor& o) {
+  Param(kElu, x, {a.toDouble(), s.toDouble(), is.toDouble()}, &o, true);
+  return o;
+}
+Tensor elu_backward(const Tensor& g, const c10::Scalar& a, const c10::Scalar& s,
+                    const c10::Scalar& is, bool is_result, const Tensor& self_or_result) {
+  return Grad(kEluGrad, g, self_or_result,
+              {{is_result ? 1 : 0}, {a.toDouble(), s.toDouble(), is.toDouble()}, {}});
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -473,6 +580,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gelu", TORCH_FN(gelu));
   m.impl("gelu_", TORCH_FN(gelu_));
   m.impl("gelu_backward", TORCH_FN(gelu_backward));
+  m.impl("leaky_relu", TORCH_FN(leaky_relu));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu_));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out));
+  m.impl("leaky_relu_backward", TORCH_FN(leaky_relu_backward));
+  m.impl("hardtanh", TORCH_FN(hardtanh));
+  m.impl("hardtanh_", TORCH_FN(hardtanh_));
+  m.impl("hardtanh.out", TORCH_FN(hardtanh_out));
+  m.impl("hardtanh_backward", TORCH_FN(hardtanh_backward));
+  m.impl("elu", TORCH_FN(elu));
+  m.impl("elu_", TORCH_FN(elu_));
+  m.impl("elu.out", TORCH_FN(elu_out));
+  m.impl("elu_backward", TORCH_FN(elu_backward));
 }
 
 }  // namespace tpu::ops

@@ -441,6 +441,33 @@ VS LowerBatchNormBackward(Builder& b, const VS& in, const lazy::Attrs& a, const 
 constexpr lazy::Lowering kBatchNormBackward{"aten::native_batch_norm_backward",
                                             &LowerBatchNormBackward};
 
+// Runs a normalization backward whose outputs (grad_input, grad_weight,
+// grad_bias; the last two of `pt` and size C) are picked by `mask`. An empty
+// input gets empty / zero gradients without a program.
+template <typename Inputs>
+std::tuple<Tensor, Tensor, Tensor> RunNormBackward(const lazy::Lowering& op,
+                                                   const lazy::Attrs& attrs, const Tensor& input,
+                                                   int64_t C, at::ScalarType pt,
+                                                   std::array<bool, 3> mask, Inputs inputs) {
+  std::vector<ir::TensorType> types;
+  if (mask[0]) types.push_back(TypeOf(input.sizes(), input.scalar_type()));
+  if (mask[1]) types.push_back(TypeOf({C}, pt));
+  if (mask[2]) types.push_back(TypeOf({C}, pt));
+  Tensor res[3];
+  if (types.empty()) return {res[0], res[1], res[2]};
+  if (input.numel() == 0) {
+    if (mask[0]) res[0] = EmptyTpu(input.sizes(), input.scalar_type());
+    if (mask[1]) res[1] = EmptyTpu({C}, pt).zero_();
+    if (mask[2]) res[2] = EmptyTpu({C}, pt).zero_();
+    return {res[0], res[1], res[2]};
+  }
+  auto r = Run(op, attrs, inputs(), types);
+  size_t k = 0;
+  for (int i = 0; i < 3; ++i)
+    if (mask[i]) res[i] = r[k++];
+  return {res[0], res[1], res[2]};
+}
+
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
     const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
@@ -455,32 +482,18 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
   TORCH_CHECK(Has(train ? save_mean : running_mean) && Has(train ? save_invstd : running_var),
               "native_batch_norm_backward: missing ", train ? "saved" : "running", " statistics");
   const auto pt = w.defined() ? w.scalar_type() : StatType(input, {&m});
-  std::vector<ir::TensorType> types;
-  if (mask[0]) types.push_back(TypeOf(input.sizes(), input.scalar_type()));
-  if (mask[1]) types.push_back(TypeOf({C}, pt));
-  if (mask[2]) types.push_back(TypeOf({C}, pt));
-  Tensor res[3];
-  if (types.empty()) return {res[0], res[1], res[2]};
-  if (input.numel() == 0) {
-    if (mask[0]) res[0] = EmptyTpu(input.sizes(), input.scalar_type());
-    if (mask[1]) res[1] = EmptyTpu({C}, pt).zero_();
-    if (mask[2]) res[2] = EmptyTpu({C}, pt).zero_();
-    return {res[0], res[1], res[2]};
-  }
-  std::vector<lazy::Operand> in{OperandOf(grad), OperandOf(input)};
-  if (w.defined()) in.push_back(OperandOf(w));
-  in.push_back(OperandOf(m));
-  in.push_back(OperandOf(v));
-  auto r = Run(kBatchNormBackward,
-               {{B, C, S, w.defined(), train, IrCode(OpMathType(input.scalar_type())), mask[0],
-                 mask[1], mask[2]},
-                {eps},
-                {}},
-               in, types);
-  size_t k = 0;
-  for (int i = 0; i < 3; ++i)
-    if (mask[i]) res[i] = r[k++];
-  return {res[0], res[1], res[2]};
+  return RunNormBackward(kBatchNormBackward,
+                         {{B, C, S, w.defined(), train, IrCode(OpMathType(input.scalar_type())),
+                           mask[0], mask[1], mask[2]},
+                          {eps},
+                          {}},
+                         input, C, pt, mask, [&] {
+                           std::vector<lazy::Operand> in{OperandOf(grad), OperandOf(input)};
+                           if (w.defined()) in.push_back(OperandOf(w));
+                           in.push_back(OperandOf(m));
+                           in.push_back(OperandOf(v));
+                           return in;
+                         });
 }
 
 // ---- group norm ----
@@ -575,30 +588,17 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(
   const Tensor w = Has(weight) ? *weight : Tensor();
   CheckGroupNorm(input, w, Tensor(), N, C, HxW, group);
   const auto pt = w.defined() ? w.scalar_type() : input.scalar_type();
-  std::vector<ir::TensorType> types;
-  if (mask[0]) types.push_back(TypeOf(input.sizes(), input.scalar_type()));
-  if (mask[1]) types.push_back(TypeOf({C}, pt));
-  if (mask[2]) types.push_back(TypeOf({C}, pt));
-  Tensor res[3];
-  if (types.empty()) return {res[0], res[1], res[2]};
-  if (input.numel() == 0) {
-    if (mask[0]) res[0] = EmptyTpu(input.sizes(), input.scalar_type());
-    if (mask[1]) res[1] = EmptyTpu({C}, pt).zero_();
-    if (mask[2]) res[2] = EmptyTpu({C}, pt).zero_();
-    return {res[0], res[1], res[2]};
-  }
-  std::vector<lazy::Operand> in{OperandOf(grad), OperandOf(input), OperandOf(mean), OperandOf(rstd)};
-  if (w.defined()) in.push_back(OperandOf(w));
-  auto r = Run(kGroupNormBackward,
-               {{N, C, HxW, group, w.defined(), IrCode(OpMathType(input.scalar_type())), mask[0],
-                 mask[1], mask[2]},
-                {},
-                {}},
-               in, types);
-  size_t k = 0;
-  for (int i = 0; i < 3; ++i)
-    if (mask[i]) res[i] = r[k++];
-  return {res[0], res[1], res[2]};
+  return RunNormBackward(kGroupNormBackward,
+                         {{N, C, HxW, group, w.defined(), IrCode(OpMathType(input.scalar_type())),
+                           mask[0], mask[1], mask[2]},
+                          {},
+                          {}},
+                         input, C, pt, mask, [&] {
+                           std::vector<lazy::Operand> in{OperandOf(grad), OperandOf(input),
+                                                         OperandOf(mean), OperandOf(rstd)};
+                           if (w.defined()) in.push_back(OperandOf(w));
+                           return in;
+                         });
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
-#include "ops/registry.h"
+#include "ops/elementwise.h"
 
 namespace tpu::ops {
 

@@ -1,5 +1,5 @@
-// Helpers that register the functional, in-place and out= forms of an op
-// from one implementation, so a new op is one lowering plus one line.
+// What the elementwise kernels (elementwise.cc, unary.cc) share: the result
+// meta of an op and the check that an in-place form may write its result.
 #pragma once
 
 #include <ATen/core/Tensor.h>

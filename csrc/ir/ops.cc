@@ -511,3 +511,91 @@ Value Scatter(Builder& b, Value x, Value indices, Value updates, const ScatterDi
 }
 
 }  // namespace tpu::ir
+
+namespace tpu::ir {
+
+std::vector<Value> ReduceWindow(Builder& b, const std::vector<Value>& xs,
+                                const std::vector<Value>& inits, const Window& w,
+                                const RegionFn& body) {
+  const TensorType t0 = b.type(xs[0]);
+  const size_t r = t0.dims.size();
+  Dims out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t padded = t0.dims[i] + w.pad_lo[i] + w.pad_hi[i];
+    const int64_t span = (w.dims[i] - 1) * w.dilations[i] + 1;
+    out[i] = padded < span ? 0 : (padded - span) / w.strides[i] + 1;
+  }
+  std::string pad = "dense<[";
+  for (size_t i = 0; i < r; ++i) {
+    if (i) pad += ", ";
+    pad += "[" + std::to_string(w.pad_lo[i]) + ", " + std::to_string(w.pad_hi[i]) + "]";
+  }
+  pad += "]> : tensor<" + std::to_string(r) + "x2xi64>";
+  std::vector<TensorType> results, args;
+  for (Value v : xs) results.push_back(TensorType{b.type(v).dtype, out});
+  for (int k = 0; k < 2; ++k)
+    for (Value v : xs) args.push_back(TensorType{b.type(v).dtype, {}});
+  std::vector<Value> operands = xs;
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  return b.Op("stablehlo.reduce_window", operands, results,
+              {{"window_dimensions", I64Array(w.dims)},
+               {"window_strides", I64Array(w.strides)},
+               {"window_dilations", I64Array(w.dilations)},
+               {"padding", pad}},
+              {Region{args, body}});
+}
+
+Value ConstantVectorI(Builder& b, const std::vector<int64_t>& v, DType t) {
+  std::string s = "dense<[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  TensorType tt{t, {static_cast<int64_t>(v.size())}};
+  return b.Op1("stablehlo.constant", {}, tt, {{"value", s + "]> : " + TypeText(tt)}});
+}
+
+Value ConstantVectorF(Builder& b, const std::vector<double>& v, DType t) {
+  std::string s = "dense<[";
+  char buf[64];
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    std::snprintf(buf, sizeof(buf), "%.17e", v[i]);
+    s += buf;
+  }
+  TensorType tt{t, {static_cast<int64_t>(v.size())}};
+  return b.Op1("stablehlo.constant", {}, tt, {{"value", s + "]> : " + TypeText(tt)}});
+}
+
+Value TakeAlong(Builder& b, Value x, int64_t dim, Value idx) {
+  const TensorType t = b.type(x);
+  const int64_t m = b.type(idx).dims[0];
+  GatherDims gd;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (i != dim) gd.offset_dims.push_back(i);
+  gd.collapsed_slice_dims = {dim};
+  gd.start_index_map = {dim};
+  gd.index_vector_dim = 1;
+  Dims slice = t.dims;
+  slice[dim] = 1;
+  TensorType out = t;
+  out.dims[dim] = m;
+  return Gather(b, x, Reshape(b, idx, {m, 1}), gd, slice, out);
+}
+
+Value ScatterAddAlong(Builder& b, Value g, int64_t dim, Value idx, int64_t size) {
+  const TensorType t = b.type(g);
+  const int64_t m = b.type(idx).dims[0];
+  Dims zdims = t.dims;
+  zdims[dim] = size;
+  Value zeros = Full(b, ConstantI(b, 0, t.dtype), zdims);
+  ScatterDims sd;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (i != dim) sd.update_window_dims.push_back(i);
+  sd.inserted_window_dims = {dim};
+  sd.scatter_dims_to_operand_dims = {dim};
+  sd.index_vector_dim = 1;
+  return Scatter(b, zeros, Reshape(b, idx, {m, 1}), g, sd, "stablehlo.add");
+}
+
+}  // namespace tpu::ir

@@ -103,3 +103,28 @@ Value Scatter(Builder& b, Value x, Value indices, Value updates, const ScatterDi
               const std::string& body_op);
 
 }  // namespace tpu::ir
+
+namespace tpu::ir {
+
+// ---- window and constant-array builders (pooling, padding, resampling) ----
+
+struct Window {
+  Dims dims, strides, dilations, pad_lo, pad_hi;  // one entry per operand dim
+};
+// stablehlo.reduce_window over one or more operands of the same shape, with
+// one init value each; `body` gets (acc0, acc1, ..., x0, x1, ...) as 0-d values.
+std::vector<Value> ReduceWindow(Builder& b, const std::vector<Value>& xs,
+                                const std::vector<Value>& inits, const Window& w,
+                                const RegionFn& body);
+// 1-d constants from host values (integers as `t`, e.g. S64; floats printed
+// so that they round-trip).
+Value ConstantVectorI(Builder& b, const std::vector<int64_t>& v, DType t);
+Value ConstantVectorF(Builder& b, const std::vector<double>& v, DType t);
+// x's slices at positions idx (1-d integer) along `dim`: the result has
+// idx's length at `dim`.
+Value TakeAlong(Builder& b, Value x, int64_t dim, Value idx);
+// The transpose of TakeAlong: zeros of length `size` at `dim`, with the
+// slices of `g` added at positions idx (duplicates accumulate).
+Value ScatterAddAlong(Builder& b, Value g, int64_t dim, Value idx, int64_t size);
+
+}  // namespace tpu::ir

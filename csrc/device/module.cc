@@ -12,6 +12,10 @@
 
 namespace py = pybind11;
 
+namespace tpu::ops {
+void RegisterCompiled(py::module& m);  // compiled.cc
+}
+
 namespace tpu::device {
 namespace {
 
@@ -144,5 +148,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_current_precision", [] { return static_cast<int64_t>(ops::CurrentPrecision()); });
   m.def("_set_cpu_fallback", &device::SetCpuFallback);
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
+  ops::RegisterCompiled(m);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

@@ -193,7 +193,9 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
   rec->index = static_cast<int>(pending_.size());
   pending_.push_back(std::move(rec));
   const EagerMode mode = CurrentMode();
-  if (mode != EagerMode::kDeferAndFuse) {
+  if (capturing_) {
+    // The whole captured graph becomes one program.
+  } else if (mode != EagerMode::kDeferAndFuse) {
     FlushLocked();
   } else {
     // The op's structure (not its data): name, attrs, input views.
@@ -206,7 +208,7 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     }
     if (ShouldCut(sig)) FlushLocked();
   }
-  if (mode == EagerMode::kDeferNeverLaunchBlocking) {
+  if (mode == EagerMode::kDeferNeverLaunchBlocking && !capturing_) {
     for (const NodePtr& n : results) {
       if (n->failed()) throw std::runtime_error(n->error());
       try {
@@ -257,7 +259,75 @@ void Executor::Materialize(const NodePtr& node) {
   if (node->failed()) throw std::runtime_error(node->error());
 }
 
-void Executor::FlushLocked() {
+void Executor::BeginCapture() {
+  std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  if (capturing_) throw std::runtime_error("tpu: a graph capture is already in progress");
+  FlushLocked();
+  capturing_ = true;
+  capture_broken_ = false;
+  rng_nodes_.clear();
+}
+
+bool Executor::EndCapture(Captured* out) {
+  std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  if (!capturing_) throw std::logic_error("tpu: EndCapture without BeginCapture");
+  capturing_ = false;
+  if (capture_broken_) {
+    rng_nodes_.clear();
+    FlushLocked();
+    return false;
+  }
+  out->exe.reset();
+  out->results.clear();
+  FlushLocked(out);
+  rng_nodes_.clear();
+  return !capture_broken_;
+}
+
+void Executor::NoteRngState(const NodePtr& node, std::function<void(uint64_t*)> refresh) {
+  std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  if (capturing_) rng_nodes_.emplace_back(node, std::move(refresh));
+}
+
+std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodePtr>& args) {
+  std::vector<NodePtr> results;
+  if (!c.exe) return results;
+  std::vector<PJRT_Buffer*> raw;
+  raw.reserve(args.size());
+  for (const NodePtr& a : args) {
+    Materialize(a);
+    raw.push_back(a->buffer()->raw());
+  }
+  Runtime& rt = Runtime::Get();
+  std::unique_ptr<pjrt::Event> done;
+  std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
+  try {
+    bufs = c.exe->Execute(raw, {}, &done);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("tpu: running " + c.name + " failed: " + e.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.launches;
+  }
+  if (done) rt.AddPending(std::move(done));
+  results.reserve(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i)
+    results.push_back(std::make_shared<BufferNode>(c.results[i]->type(), rt.Track(std::move(bufs[i])), c.name));
+  if (CurrentMode() == EagerMode::kDeferNeverLaunchBlocking) {
+    for (const NodePtr& n : results) {
+      try {
+        n->buffer_->ReadyEvent()->Await();
+      } catch (const pjrt::Error& e) {
+        throw std::runtime_error("tpu: " + c.name + " failed: " + e.what());
+      }
+    }
+  }
+  return results;
+}
+
+void Executor::FlushLocked(Captured* capture) {
+  if (capturing_ && !capture && !pending_.empty()) capture_broken_ = true;
   if (pending_.empty()) return;
   std::vector<std::shared_ptr<PendingOp>> batch;
   batch.swap(pending_);
@@ -267,6 +337,7 @@ void Executor::FlushLocked() {
     int param = -1, rec = -1, out = -1;
   };
   std::vector<const BufferNode*> params;
+  std::vector<NodePtr> param_nodes;
   std::string failure;
   auto ref_of = [&](const NodePtr& n) {
     Ref ref;
@@ -285,6 +356,7 @@ void Executor::FlushLocked() {
         return ref;
       }
     params.push_back(n.get());
+    param_nodes.push_back(n);
     ref.param = static_cast<int>(params.size()) - 1;
     return ref;
   };
@@ -323,6 +395,10 @@ void Executor::FlushLocked() {
   };
   if (!failure.empty()) {  // an input failed earlier: the results carry its error
     fail_all(failure);
+    if (capture) {
+      capture_broken_ = true;
+      return;
+    }
     if (CurrentMode() != EagerMode::kDeferAndFuse) throw std::runtime_error(failure);
     return;
   }
@@ -382,10 +458,13 @@ void Executor::FlushLocked() {
     k.Int(r);
     k.Int(o);
   }
-  const std::string name = batch.size() == 1
-                               ? std::string(batch[0]->op.name)
-                               : "fused(" + std::to_string(batch.size()) + " ops, " +
-                                     batch[0]->op.name + "...)";
+  std::string name = batch.size() == 1 ? std::string(batch[0]->op.name)
+                                        : "fused(" + std::to_string(batch.size()) + " ops, " +
+                                              batch[0]->op.name + "...)";
+  if (capture) {
+    k.Str("graph");
+    name = "graph(" + std::to_string(batch.size()) + " ops)";
+  }
 
   auto print = [&]() {
     ir::Builder b;
@@ -467,6 +546,19 @@ void Executor::FlushLocked() {
   for (size_t i = 0; i < live.size(); ++i) {
     live[i]->buffer_ = rt.Track(std::move(bufs[i]));
     live[i]->producer_.reset();
+  }
+  if (capture) {
+    capture->exe = exe;
+    capture->name = name;
+    capture->args = std::move(param_nodes);
+    capture->args.insert(capture->args.end(), offset_nodes.begin(), offset_nodes.end());
+    capture->results = std::move(live);
+    capture->rng.clear();
+    for (auto& [weak, refresh] : rng_nodes_) {
+      NodePtr n = weak.lock();
+      for (size_t i = 0; n && i < capture->args.size(); ++i)
+        if (capture->args[i] == n) capture->rng.emplace_back(static_cast<int>(i), refresh);
+    }
   }
 }
 

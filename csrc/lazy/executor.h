@@ -32,6 +32,21 @@ struct OutputTarget {
   ViewSpec view;                // (the value is converted to view.dtype)
 };
 
+// A recorded batch that became one program (see Executor::EndCapture).
+struct Captured {
+  std::shared_ptr<pjrt::Executable> exe;
+  std::string name;
+  // The program's arguments in order: the nodes the capture read (graph
+  // inputs, constants, RNG states, view offsets).
+  std::vector<NodePtr> args;
+  // The program's results in order: the recorded values still held when
+  // the capture ended (graph outputs, new values of mutated inputs).
+  std::vector<NodePtr> results;
+  // Arguments that hold RNG state: at each replay, `refresh` writes the
+  // state (two u64 words) for that run.
+  std::vector<std::pair<int, std::function<void(uint64_t*)>>> rng;
+};
+
 struct CacheStats {
   int64_t requests = 0, hits = 0, disk_hits = 0, compiles = 0, launches = 0;
   double compile_seconds = 0;
@@ -63,6 +78,18 @@ class Executor {
   // Copies a node's whole value to host memory (blocks; raises its error).
   void Download(const NodePtr& node, void* dst, size_t nbytes);
 
+  // Capture (torch.compile): everything recorded between BeginCapture and
+  // EndCapture becomes one program, whatever the eager mode. A forced flush
+  // in between (a value needed on the host) breaks the capture: the ops
+  // still run correctly, and EndCapture returns false.
+  void BeginCapture();
+  bool capturing() const { return capturing_; }
+  bool EndCapture(Captured* out);
+  // Registers a node created for the capture as an RNG state operand.
+  void NoteRngState(const NodePtr& node, std::function<void(uint64_t*)> refresh);
+  // Runs a captured program on `args` and returns its results, ready nodes.
+  std::vector<NodePtr> Launch(const Captured& c, const std::vector<NodePtr>& args);
+
   DiskCache& disk_cache() { return disk_; }
   CacheStats stats();
   void ClearCache();  // the in-memory cache only
@@ -72,7 +99,7 @@ class Executor {
   std::shared_ptr<Entry> Lookup(const std::string& key, bool* hit);
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
                                                   const std::function<std::string()>& print);
-  void FlushLocked();
+  void FlushLocked(Captured* capture = nullptr);
 
   // Fused Eager cuts the op stream where it repeats (one layer, one step):
   // once the signatures of the last ops show a period, batches hold a whole
@@ -85,6 +112,8 @@ class Executor {
   size_t max_pending_ = 2048;
   std::vector<uint64_t> history_;  // op signatures, most recent last
   size_t period_ = 0;              // detected period of the stream, 0 if none
+  bool capturing_ = false, capture_broken_ = false;
+  std::vector<std::pair<std::weak_ptr<BufferNode>, std::function<void(uint64_t*)>>> rng_nodes_;
 
   std::mutex mu_;  // the cache and stats
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;

@@ -81,8 +81,18 @@ lazy::Operand StateOperand(const std::optional<at::Generator>& gen, uint64_t wor
   auto [seed, offset] = g->Reserve(words);
   uint64_t state[2] = {seed, offset};
   lazy::Operand o;
-  o.node = lazy::Executor::Get().Upload(state, DType::U64, {2});
+  lazy::Executor& ex = lazy::Executor::Get();
+  o.node = ex.Upload(state, DType::U64, {2});
   o.view = lazy::ViewSpec{{2}, {1}, 0, DType::U64};
+  if (ex.capturing()) {
+    // A captured graph draws fresh numbers at every run.
+    std::optional<at::Generator> keep = gen;
+    ex.NoteRngState(o.node, [keep, words](uint64_t* st) {
+      auto [s, off] = device::GeneratorOrDefault(keep)->Reserve(words);
+      st[0] = s;
+      st[1] = off;
+    });
+  }
   return o;
 }
 

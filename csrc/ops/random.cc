@@ -8,6 +8,7 @@
 #include <limits>
 
 #include <ATen/Dispatch.h>
+#include <ATen/ExpandUtils.h>
 
 #include "device/generator.h"
 #include "ir/ops.h"
@@ -166,6 +167,118 @@ Tensor& normal_(Tensor& self, double mean, double std, std::optional<at::Generat
   return Random(self, true, mean, std, gen);
 }
 
+// ---- bernoulli and dropout ----
+
+// ins = (state, p) with p 0-d or shaped like the output; out = (u < p) in
+// the output's dtype. ints = (uniform dtype).
+VS LowerBernoulli(Builder& b, const VS& in, const lazy::Attrs& at, const TT& out) {
+  const ir::TensorType& o = out[0];
+  const int64_t n = o.numel();
+  const auto ft = static_cast<DType>(at.ints[0]);
+  Value u = ir::Reshape(b, Uniform01(b, in[0], n, ft), o.dims);
+  Value p = ir::Convert(b, in[1], ft);
+  p = b.type(p).dims.empty() ? ir::Full(b, p, o.dims) : ir::BroadcastTo(b, p, o.dims);
+  return {ir::Convert(b, ir::Compare(b, u, p, ir::Cmp::LT), o.dtype)};
+}
+constexpr lazy::Lowering kBernoulli{"aten::bernoulli_", &LowerBernoulli};
+
+Tensor& Bernoulli(Tensor& self, lazy::Operand p, const std::optional<at::Generator>& gen) {
+  if (self.numel() == 0) return self;
+  const bool f64 = self.scalar_type() == at::kDouble;
+  const uint64_t words = static_cast<uint64_t>(self.numel()) * (f64 ? 2 : 1);
+  RunInto(kBernoulli, {{static_cast<int64_t>(f64 ? DType::F64 : DType::F32)}, {}, {}},
+          {StateOperand(gen, words), std::move(p)}, {TypeOf(self.sizes(), self.scalar_type())},
+          {self});
+  return self;
+}
+
+Tensor& bernoulli_float(Tensor& self, double p, std::optional<at::Generator> gen) {
+  CheckTpu("bernoulli_", self, "self");
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  return Bernoulli(self, ScalarOperand(p, at::kDouble), gen);
+}
+
+Tensor& bernoulli_tensor(Tensor& self, const Tensor& p, std::optional<at::Generator> gen) {
+  CheckTpu("bernoulli_", self, "self");
+  CheckTpu("bernoulli_", p, "p");
+  TORCH_CHECK(at::isFloatingType(p.scalar_type()),
+              "expected probabilities tensor to have floating type, got ", p.scalar_type());
+  TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()), "bernoulli_: p of shape ",
+              p.sizes(), " cannot be broadcast to self of shape ", self.sizes());
+  return Bernoulli(self, OperandOf(p), gen);
+}
+
+Tensor bernoulli_p(const Tensor& self, double p, std::optional<at::Generator> gen) {
+  Tensor r = EmptyTpu(self.sizes(), self.scalar_type());
+  return bernoulli_float(r, p, gen);
+}
+
+// ins = (state, x, keep probability 0-d f32); out = (x * mask / keep, mask),
+// the scale being 0 when keep is 0.
+VS LowerDropout(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::TensorType& o = out[0];
+  const DType ct = (o.dtype == DType::F64) ? DType::F64 : DType::F32;
+  Value u = ir::Reshape(b, Uniform01(b, in[0], o.numel(), ct), o.dims);
+  Value keep = ir::Convert(b, in[2], ct);
+  Value mask = ir::Compare(b, u, ir::Full(b, keep, o.dims), ir::Cmp::LT);
+  Value zero = ir::ConstantF(b, 0.0, ct);
+  Value scale = ir::Select(b, ir::Compare(b, keep, zero, ir::Cmp::EQ), zero,
+                           ir::Binary(b, "stablehlo.divide", ir::ConstantF(b, 1.0, ct), keep));
+  Value x = ir::Convert(b, in[1], ct);
+  Value kept = ir::Select(b, mask, x, ir::Full(b, zero, o.dims));
+  Value r = ir::Binary(b, "stablehlo.multiply", kept, ir::Full(b, scale, o.dims));
+  return {ir::Convert(b, r, o.dtype), mask};
+}
+constexpr lazy::Lowering kDropout{"aten::native_dropout", &LowerDropout};
+
+std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p,
+                                          std::optional<bool> train) {
+  CheckTpu("native_dropout", input, "input");
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  if (input.numel() == 0) return {input, EmptyTpu(input.sizes(), at::kBool)};
+  if (train.has_value() && !*train) {
+    Tensor mask = EmptyTpu(input.sizes(), at::kBool);
+    mask.fill_(true);
+    return {input.clone(), mask};
+  }
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()),
+              "native_dropout: expected a floating point input, got ", input.scalar_type());
+  const bool f64 = input.scalar_type() == at::kDouble;
+  const uint64_t words = static_cast<uint64_t>(input.numel()) * (f64 ? 2 : 1);
+  auto r = Run(kDropout, {},
+               {StateOperand(std::nullopt, words), OperandOf(input),
+                ScalarOperand(1.0 - p, f64 ? at::kDouble : at::kFloat)},
+               {TypeOf(input.sizes(), input.scalar_type()), TypeOf(input.sizes(), at::kBool)});
+  return {r[0], r[1]};
+}
+
+// ins = (grad, mask, scale 0-d); out = grad * mask * scale.
+VS LowerDropoutGrad(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::TensorType& o = out[0];
+  const DType ct = (o.dtype == DType::F64) ? DType::F64 : DType::F32;
+  Value g = ir::Convert(b, in[0], ct);
+  Value mask = ir::Convert(b, ir::BroadcastTo(b, in[1], o.dims), DType::PRED);
+  Value kept = ir::Select(b, mask, g, ir::Full(b, ir::ConstantF(b, 0.0, ct), o.dims));
+  Value r = ir::Binary(b, "stablehlo.multiply", kept, ir::Full(b, ir::Convert(b, in[2], ct), o.dims));
+  return {ir::Convert(b, r, o.dtype)};
+}
+constexpr lazy::Lowering kDropoutGrad{"aten::native_dropout_backward", &LowerDropoutGrad};
+
+Tensor native_dropout_backward(const Tensor& grad, const Tensor& mask, double scale) {
+  CheckTpu("native_dropout_backward", grad, "grad_output");
+  CheckTpu("native_dropout_backward", mask, "mask");
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "Mask should be Bool Scalar Type", mask.scalar_type());
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), grad.sizes()),
+              "native_dropout_backward: mask of shape ", mask.sizes(),
+              " does not match grad_output of shape ", grad.sizes());
+  if (grad.numel() == 0) return EmptyTpu(grad.sizes(), grad.scalar_type());
+  const bool f64 = grad.scalar_type() == at::kDouble;
+  return Run1(kDropoutGrad, {},
+              {OperandOf(grad), OperandOf(mask), ScalarOperand(scale, f64 ? at::kDouble : at::kFloat)},
+              TypeOf(grad.sizes(), grad.scalar_type()));
+}
+
 // ins = (start, step) as 0-d operands of the compute dtype.
 VS LowerArange(Builder& b, const VS& in, const lazy::Attrs& at, const TT& out) {
   const auto ct = static_cast<DType>(at.ints[0]);
@@ -210,6 +323,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", TORCH_FN(random_to));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("bernoulli_.float", TORCH_FN(bernoulli_float));
+  m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor));
+  m.impl("bernoulli.p", TORCH_FN(bernoulli_p));
+  m.impl("native_dropout", TORCH_FN(native_dropout));
+  m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
 }
 
 }  // namespace tpu::ops

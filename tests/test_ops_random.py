@@ -1,0 +1,89 @@
+"""Dropout and Bernoulli sampling on the tpu generator: statistics, scaling,
+the backward pass, and reproducibility under torch.manual_seed (values are
+not expected to equal CPU's, which uses another generator)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_statistics_and_scaling(p, dtype):
+    x = (torch.rand(200, 250) + 0.5).to(dtype)
+    y = F.dropout(x.to(TPU), p, training=True).cpu()
+    kept = y != 0
+    frac = kept.float().mean().item()
+    assert abs(frac - (1 - p)) < 0.01, frac
+    expected = (x.float() / (1 - p)).to(dtype)
+    assert_close(y[kept], expected[kept])
+    assert y.dtype == dtype
+
+
+def test_dropout_reproducible_with_manual_seed():
+    x = torch.randn(64, 33, device=TPU)
+    torch.manual_seed(123)
+    a = F.dropout(x, 0.4, training=True).cpu()
+    b = F.dropout(x, 0.4, training=True).cpu()
+    torch.manual_seed(123)
+    c = F.dropout(x, 0.4, training=True).cpu()
+    assert torch.equal(a, c)
+    assert not torch.equal(a, b)
+
+
+def test_native_dropout_mask_and_backward():
+    x = torch.randn(40, 50, device=TPU, requires_grad=True)
+    out, mask = torch.native_dropout(x, 0.3, True)
+    assert mask.dtype == torch.bool and mask.shape == x.shape
+    g = torch.randn(40, 50)
+    out.backward(g.to(TPU))
+    m = mask.cpu()
+    assert_close(out.detach().cpu(), x.detach().cpu() * m / 0.7)
+    assert_close(x.grad.cpu(), g * m / 0.7)
+    gb = torch.ops.aten.native_dropout_backward(g.to(TPU), mask, 2.0)
+    assert_close(gb.cpu(), g * m * 2.0)
+
+
+def test_dropout_edge_cases():
+    x = torch.randn(10, 10, device=TPU)
+    assert torch.equal(F.dropout(x, 0.0, training=True).cpu(), x.cpu())
+    assert F.dropout(x, 1.0, training=True).abs().sum().item() == 0
+    assert torch.equal(F.dropout(x, 0.5, training=False).cpu(), x.cpu())
+    out, mask = torch.native_dropout(x, 0.5, False)
+    assert torch.equal(out.cpu(), x.cpu()) and bool(mask.all())
+    with pytest.raises(RuntimeError, match="dropout probability"):
+        torch.native_dropout(x, 1.5, True)
+    # Module form in training, with gradients flowing.
+    m = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.Dropout(0.2)).to(TPU).train()
+    m(x).sum().backward()
+    assert m[0].weight.grad is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_bernoulli_float_p(dtype):
+    t = torch.empty(100000, device=TPU, dtype=dtype).bernoulli_(0.3)
+    v = t.cpu().double()
+    assert set(v.unique().tolist()) <= {0.0, 1.0}
+    assert abs(v.mean().item() - 0.3) < 0.01
+    assert torch.empty(5, device=TPU).bernoulli_(0.0).sum().item() == 0
+    assert torch.empty(5, device=TPU).bernoulli_(1.0).sum().item() == 5
+    with pytest.raises(RuntimeError):
+        torch.empty(5, device=TPU).bernoulli_(1.5)
+
+
+def test_bernoulli_tensor_p_and_functional():
+    p = torch.rand(50)
+    draws = torch.bernoulli(p.to(TPU).expand(4000, 50)).cpu()
+    assert (draws.mean(0) - p).abs().max().item() < 0.05
+    t = torch.empty(4000, 50, device=TPU, dtype=torch.float64).bernoulli_(p.to(TPU))
+    assert (t.cpu().mean(0) - p.double()).abs().max().item() < 0.05
+    assert torch.bernoulli(torch.ones(3, device=TPU)).cpu().tolist() == [1, 1, 1]
+    assert torch.bernoulli(torch.zeros(3, device=TPU), 1.0).cpu().tolist() == [1, 1, 1]
+    torch.manual_seed(7)
+    a = torch.bernoulli(torch.full((100,), 0.5, device=TPU)).cpu()
+    torch.manual_seed(7)
+    b = torch.bernoulli(torch.full((100,), 0.5, device=TPU)).cpu()
+    assert torch.equal(a, b)

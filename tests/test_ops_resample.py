@@ -1,0 +1,112 @@
+"""Reflection/replication padding and nearest/linear upsampling on tpu against
+CPU, forward and backward."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def compare_grad(fn, *inputs, rtol=None, atol=None):
+    cpu = [x.clone().requires_grad_() for x in inputs]
+    tpu = [x.to(TPU).requires_grad_() for x in inputs]
+    out_c, out_t = fn(*cpu), fn(*tpu)
+    assert out_t.shape == out_c.shape and out_t.dtype == out_c.dtype
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
+    g = torch.randn_like(out_c)
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for c, t in zip(cpu, tpu):
+        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------- padding --
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("shape,pad", [
+    ((2, 3, 9), (2, 3)),
+    ((3, 9), (1, 0)),
+    ((2, 3, 6, 7), (1, 2, 3, 0)),
+    ((3, 6, 7), (2, 2, 2, 2)),
+    ((1, 2, 4, 5, 6), (1, 2, 0, 3, 2, 1)),
+])
+def test_pad(mode, shape, pad):
+    compare_grad(lambda t: F.pad(t, pad, mode=mode), torch.randn(shape))
+
+
+def test_pad_negative_and_bfloat16_and_modules():
+    compare_grad(lambda t: torch.ops.aten.reflection_pad2d(t, [-1, 2, 1, -2]),
+                 torch.randn(2, 5, 6))
+    compare_grad(lambda t: F.pad(t, (2, 2, 1, 1), mode="reflect"),
+                 torch.randn(2, 3, 5, 5).bfloat16(), atol=1e-2, rtol=1e-2)
+    compare_grad(torch.nn.ReflectionPad2d(2), torch.randn(1, 2, 5, 5))
+    compare_grad(torch.nn.ReplicationPad3d(1), torch.randn(1, 2, 3, 4, 5))
+
+
+def test_pad_errors():
+    x = torch.randn(1, 2, 3, 3, device=TPU)
+    with pytest.raises(RuntimeError, match="Padding size should be less than"):
+        F.pad(x, (3, 3, 3, 3), mode="reflect")
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.replication_pad2d(x, [1, 1])
+
+
+# ------------------------------------------------------------- upsampling --
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("size,kw", [
+    ((5, 7), dict(scale_factor=2)),
+    ((5, 7), dict(size=(8, 9))),
+    ((6, 6), dict(size=(4, 3))),
+    ((5, 7), dict(scale_factor=(1.7, 0.6))),
+])
+def test_upsample_nearest2d(mode, size, kw):
+    compare_grad(lambda t: F.interpolate(t, mode=mode, **kw), torch.randn(2, 3, *size))
+
+
+def test_upsample_nearest_1d_3d():
+    for mode in ["nearest", "nearest-exact"]:
+        compare_grad(lambda t: F.interpolate(t, scale_factor=2.5, mode=mode), torch.randn(2, 3, 7))
+        compare_grad(lambda t: F.interpolate(t, size=(3, 5, 4), mode=mode),
+                     torch.randn(1, 2, 4, 3, 5))
+    xi = torch.randint(0, 100, (1, 2, 3, 4), dtype=torch.uint8)
+    assert torch.equal(F.interpolate(xi.to(TPU), scale_factor=2).cpu(),
+                       F.interpolate(xi, scale_factor=2))
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size,kw", [
+    ((5, 7), dict(scale_factor=2)),
+    ((5, 7), dict(size=(8, 13))),
+    ((9, 6), dict(size=(4, 3))),
+    ((5, 7), dict(scale_factor=(1.7, 0.6))),
+    ((1, 4), dict(size=(3, 1))),
+])
+def test_upsample_bilinear2d(align_corners, size, kw):
+    compare_grad(lambda t: F.interpolate(t, mode="bilinear", align_corners=align_corners, **kw),
+                 torch.randn(2, 3, *size), atol=1e-5, rtol=1e-5)
+
+
+def test_upsample_linear_trilinear_bfloat16():
+    for ac in [False, True]:
+        compare_grad(lambda t: F.interpolate(t, scale_factor=3, mode="linear", align_corners=ac),
+                     torch.randn(2, 3, 6), atol=1e-5, rtol=1e-5)
+        compare_grad(lambda t: F.interpolate(t, size=(3, 6, 5), mode="trilinear",
+                                             align_corners=ac),
+                     torch.randn(1, 2, 4, 3, 5), atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: F.interpolate(t, scale_factor=2, mode="bilinear"),
+                 torch.randn(2, 3, 5, 5).bfloat16(), atol=2e-2, rtol=2e-2)
+    compare_grad(torch.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
+                 torch.randn(1, 2, 4, 4), atol=1e-5, rtol=1e-5)
+
+
+def test_upsample_errors():
+    x = torch.randn(1, 2, 3, 3, device=TPU)
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.upsample_nearest2d(x, [4])
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.upsample_bilinear2d(torch.randn(2, 3, device=TPU), [4, 4], False)
+    with pytest.raises(RuntimeError, match="expected input_size"):
+        torch.ops.aten.upsample_nearest1d(x, [4])

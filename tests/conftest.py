@@ -19,6 +19,8 @@ import zlib
 import pytest
 import torch
 
+import torch_tpu
+
 def _seed_for(nodeid: str) -> int:
     return zlib.crc32(nodeid.encode("utf-8")) & 0x7FFFFFFF
 
@@ -36,16 +38,25 @@ def seed(request):
 def highest_matmul_precision():
     """Runs the test at torch.set_float32_matmul_precision('highest'), restored after."""
     prev = torch.get_float32_matmul_precision()
+    prev_follow = torch_tpu._C._follow_torch_precision()
     torch.set_float32_matmul_precision("highest")
     try:
         yield
     finally:
         torch.set_float32_matmul_precision(prev)
+        torch_tpu._C._set_follow_torch_precision(prev_follow)
 
 
 # ----------------------------------------------------- background processes --
 
 _PROCS = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all-models", action="store_true", default=False,
+        help="tests/test_models.py: every model family, not only one per group "
+             "(also TORCH_TPU_ALL_MODELS=1)")
 
 
 def pytest_configure(config):

@@ -96,6 +96,23 @@ Value Max(Builder& b, Value x, Value y) { return ir::Max(b, x, y); }
 Value Min(Builder& b, Value x, Value y) { return ir::Min(b, x, y); }
 Value Pow(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.power", x, y); }
 Value Atan2(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.atan2", x, y); }
+// max(x, y) + log1p(exp(-|x - y|)) (base 2: exp2 and a 1/ln 2 factor); x
+// itself where x == y is infinite, as on CPU.
+template <bool kBase2>
+Value LogAddExp(Builder& b, Value x, Value y) {
+  const ir::TensorType t = b.type(x);
+  auto c = [&](double v) { return ir::Full(b, ir::ConstantF(b, v, t.dtype), t.dims); };
+  Value m = ir::Max(b, x, y);
+  Value d = ir::Unary(b, "stablehlo.negate",
+                      ir::Unary(b, "stablehlo.abs", ir::Binary(b, "stablehlo.subtract", x, y)));
+  if (kBase2) d = ir::Binary(b, "stablehlo.multiply", d, c(M_LN2));
+  Value l = ir::Unary(b, "stablehlo.log_plus_one", ir::Unary(b, "stablehlo.exponential", d));
+  if (kBase2) l = ir::Binary(b, "stablehlo.multiply", l, c(1.0 / M_LN2));
+  Value r = ir::Binary(b, "stablehlo.add", m, l);
+  Value inf = ir::Compare(b, ir::Unary(b, "stablehlo.abs", x), c(INFINITY), ir::Cmp::EQ);
+  Value same = ir::Binary(b, "stablehlo.and", inf, ir::Compare(b, x, y, ir::Cmp::EQ));
+  return ir::Select(b, same, x, r);
+}
 Value And(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.and", x, y); }
 Value Or(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.or", x, y); }
 Value Xor(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.xor", x, y); }
@@ -160,6 +177,8 @@ TPU_BINARY(kMaximum, "aten::maximum", Max, kArith)
 TPU_BINARY(kMinimum, "aten::minimum", Min, kArith)
 TPU_BINARY(kPow, "aten::pow", Pow, kArith)
 TPU_BINARY(kAtan2, "aten::atan2", Atan2, kFloatOnly)
+TPU_BINARY(kLogAddExp, "aten::logaddexp", LogAddExp<false>, kFloatOnly)
+TPU_BINARY(kLogAddExp2, "aten::logaddexp2", LogAddExp<true>, kFloatOnly)
 TPU_BINARY(kFmod, "aten::fmod", Fmod, kArith)
 TPU_BINARY(kRemainder, "aten::remainder", Remainder, kArith)
 TPU_BINARY(kBitAnd, "aten::bitwise_and", And, kBitwise)
@@ -265,6 +284,8 @@ TPU_BINARY_KERNELS(maximum, kMaximum)
 TPU_BINARY_KERNELS(minimum, kMinimum)
 TPU_BINARY_KERNELS(pow, kPow)
 TPU_BINARY_KERNELS(atan2, kAtan2)
+TPU_BINARY_KERNELS(logaddexp, kLogAddExp)
+TPU_BINARY_KERNELS(logaddexp2, kLogAddExp2)
 TPU_BINARY_KERNELS(fmod, kFmod)
 TPU_BINARY_KERNELS(remainder, kRemainder)
 TPU_BINARY_KERNELS(bitwise_and, kBitAnd)
@@ -544,6 +565,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG_PLAIN(maximum)
   REG_PLAIN(minimum)
   REG_PLAIN(atan2)
+  REG_PLAIN(logaddexp)
+  REG_PLAIN(logaddexp2)
   REG_PLAIN(logical_and)
   REG_PLAIN(logical_or)
   REG_PLAIN(logical_xor)

@@ -224,6 +224,49 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
               TypeOf(self.sizes(), self.scalar_type()));
 }
 
+
+// ---- nll_loss2d: the 1-d loss over [N*H*W, C] ----
+
+void CheckNll2d(const Tensor& self, const Tensor& target) {
+  CheckTpu("nll_loss2d", self, "self");
+  CheckTpu("nll_loss2d", target, "target");
+  TORCH_CHECK(target.dim() == 3,
+              "only batches of spatial targets supported (3D tensors) but got targets of dimension: ",
+              target.dim());
+  TORCH_CHECK(self.dim() == 4,
+              "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
+              self.dim());
+  TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) &&
+                  self.size(3) == target.size(2),
+              "input and target batch or spatial sizes don't match: target ", target.sizes(),
+              ", input ", self.sizes());
+}
+
+Tensor Rows(const Tensor& self) {  // [N, C, H, W] -> [N*H*W, C]
+  return self.permute({0, 2, 3, 1}).reshape({-1, self.size(1)});
+}
+
+std::tuple<Tensor, Tensor> nll_loss2d_forward(const Tensor& self, const Tensor& target,
+                                              const std::optional<Tensor>& weight,
+                                              int64_t reduction, int64_t ignore_index) {
+  CheckNll2d(self, target);
+  auto [loss, total] =
+      nll_loss_forward(Rows(self), target.reshape({-1}), weight, reduction, ignore_index);
+  if (reduction == 0) loss = loss.reshape(target.sizes());
+  return {loss, total};
+}
+
+Tensor nll_loss2d_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                           const std::optional<Tensor>& weight, int64_t reduction,
+                           int64_t ignore_index, const Tensor& total_weight) {
+  CheckNll2d(self, target);
+  Tensor g = reduction == 0 ? grad.reshape({-1}) : grad;
+  Tensor r = nll_loss_backward(g, Rows(self), target.reshape({-1}), weight, reduction,
+                               ignore_index, total_weight);
+  return r.reshape({self.size(0), self.size(2), self.size(3), self.size(1)})
+      .permute({0, 3, 1, 2})
+      .contiguous();
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -233,6 +276,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax_backward_data", TORCH_FN(_log_softmax_backward_data));
   m.impl("nll_loss_forward", TORCH_FN(nll_loss_forward));
   m.impl("nll_loss_backward", TORCH_FN(nll_loss_backward));
+  m.impl("nll_loss2d_forward", TORCH_FN(nll_loss2d_forward));
+  m.impl("nll_loss2d_backward", TORCH_FN(nll_loss2d_backward));
 }
 
 }  // namespace tpu::ops

@@ -1,7 +1,11 @@
 // Reductions: sum, mean, amax/amin, max/min (with indices), argmax/argmin.
 #include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/ops/dot.h>
+#include <ATen/ops/eq.h>
 #include <torch/library.h>
+
+#include <cmath>
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
@@ -274,6 +278,125 @@ Tensor& argmin_out(const Tensor& s, std::optional<int64_t> dim, bool keepdim, Te
   return out.copy_(r);
 }
 
+
+// ---- vector norms, equal, vdot ----
+
+// ins = (x); ints = (accumulate dtype, dims...); floats = (ord).
+VS LowerVectorNorm(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const auto acc = static_cast<DType>(a.ints[0]);
+  ir::Dims dims(a.ints.begin() + 1, a.ints.end());
+  const double ord = a.floats[0];
+  Value x = ir::Convert(b, in[0], acc);
+  const ir::TensorType xt = b.type(x);
+  auto c = [&](double v, const ir::Dims& d) { return ir::Full(b, ir::ConstantF(b, v, acc), d); };
+  Value ab = ir::Unary(b, "stablehlo.abs", x);
+  Value r;
+  if (std::isinf(ord)) {
+    r = ord > 0 ? ir::Reduce(b, ab, ir::ConstantF(b, 0.0, acc), dims, "stablehlo.maximum")
+                : ir::Reduce(b, ab, ir::MaxValue(b, acc), dims, "stablehlo.minimum");
+  } else if (ord == 0) {
+    r = ir::Reduce(b, ir::Convert(b, ir::Compare(b, x, c(0, xt.dims), ir::Cmp::NE), acc),
+                   ir::ConstantF(b, 0.0, acc), dims, "stablehlo.add");
+  } else if (ord == 1) {
+    r = ir::Reduce(b, ab, ir::ConstantF(b, 0.0, acc), dims, "stablehlo.add");
+  } else if (ord == 2) {
+    r = ir::Reduce(b, ir::Binary(b, "stablehlo.multiply", ab, ab), ir::ConstantF(b, 0.0, acc),
+                   dims, "stablehlo.add");
+    r = ir::Unary(b, "stablehlo.sqrt", r);
+  } else {
+    r = ir::Reduce(b, ir::Binary(b, "stablehlo.power", ab, c(ord, xt.dims)),
+                   ir::ConstantF(b, 0.0, acc), dims, "stablehlo.add");
+    r = ir::Binary(b, "stablehlo.power", r, c(1.0 / ord, b.type(r).dims));
+  }
+  return {ir::Reshape(b, ir::Convert(b, r, out[0].dtype), out[0].dims)};
+}
+constexpr lazy::Lowering kVectorNorm{"aten::linalg_vector_norm", &LowerVectorNorm};
+
+// Result dtype and the validation of linalg.vector_norm.
+at::ScalarType NormType(const char* op, const Tensor& self, std::optional<at::ScalarType> dtype) {
+  CheckTpu(op, self, "self");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
+              op, ": Expected a floating point or complex tensor as input. Got ",
+              self.scalar_type());
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), op,
+              ": complex inputs are not supported on tpu yet");
+  if (dtype.has_value()) {
+    TORCH_CHECK(at::isFloatingType(*dtype), op, ": dtype should be floating point, but got ",
+                *dtype);
+    return *dtype;
+  }
+  return self.scalar_type();
+}
+
+void VectorNormInto(const char* op, const Tensor& self, double ord, at::OptionalIntArrayRef dim,
+                    bool keepdim, at::ScalarType rt, const Tensor* out, Tensor* result) {
+  ReduceMeta m = MetaFor(self, dim, keepdim);
+  if (self.numel() == 0)
+    TORCH_CHECK(ord >= 0 && !std::isinf(ord), op, ": Expected a non-empty tensor for ord ", ord);
+  lazy::Attrs a{{static_cast<int64_t>(ToIr(OpMathType(rt)))}, {ord}, {}};
+  a.ints.insert(a.ints.end(), m.dims.begin(), m.dims.end());
+  if (out) {
+    PrepareOut(op, *out, m.sizes, rt);
+    RunInto(kVectorNorm, a, {OperandOf(self)}, {TypeOf(m.sizes, rt)}, {*out});
+  } else {
+    *result = Run1(kVectorNorm, a, {OperandOf(self)}, TypeOf(m.sizes, rt));
+  }
+}
+
+Tensor linalg_vector_norm(const Tensor& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim,
+                          bool keepdim, std::optional<at::ScalarType> dtype) {
+  const auto rt = NormType("linalg.vector_norm", self, dtype);
+  Tensor r;
+  VectorNormInto("linalg.vector_norm", self, ord.toDouble(), dim, keepdim, rt, nullptr, &r);
+  return r;
+}
+Tensor& linalg_vector_norm_out(const Tensor& self, const c10::Scalar& ord,
+                               at::OptionalIntArrayRef dim, bool keepdim,
+                               std::optional<at::ScalarType> dtype, Tensor& out) {
+  const auto rt = NormType("linalg.vector_norm", self, dtype);
+  VectorNormInto("linalg.vector_norm", self, ord.toDouble(), dim, keepdim, rt, &out, nullptr);
+  return out;
+}
+Tensor& norm_out(const Tensor& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim,
+                 bool keepdim, Tensor& out) {
+  const auto rt = NormType("norm", self, std::nullopt);
+  VectorNormInto("norm", self, p.has_value() ? p->toDouble() : 2.0, dim, keepdim, rt, &out,
+                 nullptr);
+  return out;
+}
+Tensor& norm_dtype_out(const Tensor& self, const std::optional<c10::Scalar>& p,
+                       at::IntArrayRef dim, bool keepdim, at::ScalarType dtype, Tensor& out) {
+  const auto rt = NormType("norm", self, dtype);
+  VectorNormInto("norm", self, p.has_value() ? p->toDouble() : 2.0, dim, keepdim, rt, &out,
+                 nullptr);
+  return out;
+}
+
+bool equal_tpu(const Tensor& self, const Tensor& other) {
+  CheckTpu("equal", self, "self");
+  CheckTpu("equal", other, "other");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), "Expected object of scalar type ",
+              self.scalar_type(), " but got scalar type ", other.scalar_type(),
+              " for argument 'other'");
+  if (self.sizes() != other.sizes()) return false;
+  if (self.numel() == 0) return true;
+  return all_all(at::eq(self, other)).item<bool>();
+}
+
+Tensor vdot_tpu(const Tensor& self, const Tensor& other) {
+  CheckTpu("vdot", self, "self");
+  CheckTpu("vdot", other, "other");
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(),
+              "D and ", other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(),
+              "vdot : expected both vectors to have same dtype, but found ", self.scalar_type(),
+              " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [",
+              self.numel(), "] and src [", other.numel(),
+              "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+  return at::dot(self.is_complex() ? self.conj() : self, other);
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -300,6 +423,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("argmin", TORCH_FN(Argmin));
   m.impl("argmax.out", TORCH_FN(argmax_out));
   m.impl("argmin.out", TORCH_FN(argmin_out));
+  m.impl("linalg_vector_norm", TORCH_FN(linalg_vector_norm));
+  m.impl("linalg_vector_norm.out", TORCH_FN(linalg_vector_norm_out));
+  m.impl("norm.out", TORCH_FN(norm_out));
+  m.impl("norm.dtype_out", TORCH_FN(norm_dtype_out));
+  m.impl("equal", TORCH_FN(equal_tpu));
+  m.impl("vdot", TORCH_FN(vdot_tpu));
 }
 
 }  // namespace tpu::ops

@@ -163,6 +163,24 @@ Value Erf(Builder& b, Value x) {
   return ir::Select(b, big, one, r);
 }
 
+// Special functions from CHLO (expanded by XLA into polynomial/series code).
+Value Lgamma(Builder& b, Value x) { return b.Op1("chlo.lgamma", {x}, b.type(x)); }
+Value Erfinv(Builder& b, Value x) { return b.Op1("chlo.erf_inv", {x}, b.type(x)); }
+// digamma as on CPU: -inf at +0, +inf at -0, NaN at negative integers.
+Value Digamma(Builder& b, Value x) {
+  Value r = b.Op1("chlo.digamma", {x}, b.type(x));
+  Value zero = ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ);
+  Value neg_zero = ir::Compare(
+      b, b.Op1("stablehlo.bitcast_convert", {ir::Convert(b, x, DType::F64)},
+               ir::TensorType{DType::S64, b.type(x).dims}),
+      ir::Full(b, ir::ConstantI(b, 0, DType::S64), b.type(x).dims), ir::Cmp::LT);
+  Value inf = ir::Select(b, neg_zero, C(b, INFINITY, x), C(b, -INFINITY, x));
+  Value neg_int = ir::Binary(b, "stablehlo.and", ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT),
+                             ir::Compare(b, x, ir::Unary(b, "stablehlo.floor", x), ir::Cmp::EQ));
+  r = ir::Select(b, neg_int, C(b, NAN, x), r);
+  return ir::Select(b, zero, inf, r);
+}
+
 struct UnaryOp {
   lazy::Lowering lowering;
   bool to_float;  // integer inputs give a float result (exp, sqrt, ...)
@@ -204,6 +222,9 @@ TPU_UNARY(kCosh, "aten::cosh", Cosh, true)
 TPU_UNARY(kAsinh, "aten::asinh", Asinh, true)
 TPU_UNARY(kAcosh, "aten::acosh", Acosh, true)
 TPU_UNARY(kAtanh, "aten::atanh", Atanh, true)
+TPU_UNARY(kLgamma, "aten::lgamma", Lgamma, true)
+TPU_UNARY(kDigamma, "aten::digamma", Digamma, true)
+TPU_UNARY(kErfinv, "aten::erfinv", Erfinv, true)
 #undef TPU_UNARY
 
 ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
@@ -276,6 +297,9 @@ TPU_UNARY_KERNELS(cosh, kCosh)
 TPU_UNARY_KERNELS(asinh, kAsinh)
 TPU_UNARY_KERNELS(acosh, kAcosh)
 TPU_UNARY_KERNELS(atanh, kAtanh)
+TPU_UNARY_KERNELS(lgamma, kLgamma)
+TPU_UNARY_KERNELS(digamma, kDigamma)
+TPU_UNARY_KERNELS(erfinv, kErfinv)
 
 #undef TPU_UNARY_KERNELS
 
@@ -494,6 +518,38 @@ constexpr lazy::Lowering kLeakyReluGrad{"aten::leaky_relu_backward", &LowerGrad<
 constexpr lazy::Lowering kHardtanhGrad{"aten::hardtanh_backward", &LowerGrad<HardtanhGrad>};
 constexpr lazy::Lowering kEluGrad{"aten::elu_backward", &LowerGrad<EluGrad>};
 
+// ---- polygamma, round(decimals), log_sigmoid ----
+
+// floats = (n)
+Value Polygamma(Builder& b, Value x, const lazy::Attrs& a) {
+  const int64_t n = static_cast<int64_t>(a.floats[0]);
+  if (n == 0) return Digamma(b, x);
+  return b.Op1("chlo.polygamma", {C(b, static_cast<double>(n), x), x}, b.type(x));
+}
+// floats = (decimals): CPU's nearbyint(x * 10^d) / 10^d, or for d < 0
+// nearbyint(x / 10^-d) * 10^-d.
+Value RoundDecimals(Builder& b, Value x, const lazy::Attrs& a) {
+  const int64_t d = static_cast<int64_t>(a.floats[0]);
+  Value p = C(b, std::pow(10.0, static_cast<double>(d > 0 ? d : -d)), x);
+  if (d > 0)
+    return ir::Binary(b, "stablehlo.divide",
+                      Round(b, ir::Binary(b, "stablehlo.multiply", x, p)), p);
+  return ir::Binary(b, "stablehlo.multiply", Round(b, ir::Binary(b, "stablehlo.divide", x, p)), p);
+}
+// min(x, 0) - log1p(exp(-|x|))
+Value LogSigmoid(Builder& b, Value x, const lazy::Attrs&) {
+  return ir::Binary(b, "stablehlo.subtract", ir::Binary(b, "stablehlo.minimum", x, C(b, 0, x)),
+                    Log1p(b, Exp(b, Neg(b, Abs(b, x)))));
+}
+constexpr lazy::Lowering kPolygamma{"aten::polygamma", &LowerParam<Polygamma>};
+constexpr lazy::Lowering kRoundDecimals{"aten::round.decimals", &LowerParam<RoundDecimals>};
+constexpr lazy::Lowering kLogSigmoid{"aten::log_sigmoid_forward", &LowerParam<LogSigmoid>};
+// d/dx log_sigmoid(x) = sigmoid(-x)
+Value LogSigmoidGrad(Builder& b, Value g, Value x, const lazy::Attrs&) {
+  return Mul(b, g, Sigmoid(b, Neg(b, x)));
+}
+constexpr lazy::Lowering kLogSigmoidGrad{"aten::log_sigmoid_backward", &LowerGrad<LogSigmoidGrad>};
+
 Tensor Param(const lazy::Lowering& op, const Tensor& x, std::vector<double> params,
              const Tensor* dst, bool out_form) {
   CheckTpu(op.name, x, "self");
@@ -547,6 +603,53 @@ Tensor& elu_out(const Tensor& x, const c10::Scalar& a, const c10::Scalar& s,
   Param(kElu, x, {a.toDouble(), s.toDouble(), is.toDouble()}, &o, true);
   return o;
 }
+// Integer inputs are computed in the default float dtype, as the structured
+// CPU kernels do for these ops.
+Tensor FloatParam(const lazy::Lowering& op, const Tensor& x, double param, const Tensor* dst,
+                  bool out_form) {
+  if (at::isFloatingType(x.scalar_type())) return Param(op, x, {param}, dst, out_form);
+  CheckTpu(op.name, x, "self");
+  const auto rt = at::typeMetaToScalarType(at::get_default_dtype());
+  TORCH_CHECK(dst == nullptr || out_form, op.name, ": result type Float can't be cast to the "
+              "desired output type ", x.scalar_type());
+  return Param(op, x.to(rt), {param}, dst, out_form);
+}
+Tensor polygamma_fn(int64_t n, const Tensor& x) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  return FloatParam(kPolygamma, x, static_cast<double>(n), nullptr, false);
+}
+Tensor& polygamma_out_fn(int64_t n, const Tensor& x, Tensor& o) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  FloatParam(kPolygamma, x, static_cast<double>(n), &o, true);
+  return o;
+}
+Tensor& polygamma__fn(Tensor& x, int64_t n) {
+  TORCH_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
+  FloatParam(kPolygamma, x, static_cast<double>(n), &x, false);
+  return x;
+}
+Tensor round_decimals(const Tensor& x, int64_t d) {
+  if (d == 0) return round_fn(x);
+  return Param(kRoundDecimals, x, {static_cast<double>(d)}, nullptr, false);
+}
+Tensor& round_decimals_(Tensor& x, int64_t d) {
+  if (d == 0) return round__fn(x);
+  Param(kRoundDecimals, x, {static_cast<double>(d)}, &x, false);
+  return x;
+}
+Tensor& round_decimals_out(const Tensor& x, int64_t d, Tensor& o) {
+  if (d == 0) return round_out_fn(x, o);
+  Param(kRoundDecimals, x, {static_cast<double>(d)}, &o, true);
+  return o;
+}
+std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& x) {
+  // The buffer CPU saves is optional for the backward (CUDA leaves it empty).
+  return {Param(kLogSigmoid, x, {}, nullptr, false), EmptyTpu({0}, x.scalar_type())};
+}
+Tensor log_sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor&) {
+  return Grad(kLogSigmoidGrad, g, x, {});
+}
+
 Tensor elu_backward(const Tensor& g, const c10::Scalar& a, const c10::Scalar& s,
                     const c10::Scalar& is, bool is_result, const Tensor& self_or_result) {
   return Grad(kEluGrad, g, self_or_result,
@@ -565,6 +668,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(floor) REG(ceil) REG(round) REG(trunc) REG(sign) REG(silu) REG(bitwise_not) REG(sgn)
   REG(logical_not)
   REG(tan) REG(atan) REG(asin) REG(acos) REG(sinh) REG(cosh) REG(asinh) REG(acosh) REG(atanh)
+  REG(lgamma) REG(digamma) REG(erfinv)
 #undef REG
   m.impl("relu", TORCH_FN(relu_fn));
   m.impl("relu_", TORCH_FN(relu__fn));
@@ -592,6 +696,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("elu_", TORCH_FN(elu_));
   m.impl("elu.out", TORCH_FN(elu_out));
   m.impl("elu_backward", TORCH_FN(elu_backward));
+  m.impl("polygamma", TORCH_FN(polygamma_fn));
+  m.impl("polygamma.out", TORCH_FN(polygamma_out_fn));
+  m.impl("polygamma_", TORCH_FN(polygamma__fn));
+  m.impl("round.decimals", TORCH_FN(round_decimals));
+  m.impl("round_.decimals", TORCH_FN(round_decimals_));
+  m.impl("round.decimals_out", TORCH_FN(round_decimals_out));
+  m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward));
+  m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward));
 }
 
 }  // namespace tpu::ops

@@ -1,0 +1,151 @@
+"""Special functions, log-sum-exp pairs, vector norms, equal/vdot and the 2-d
+NLL loss on tpu against CPU, forward and backward."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def compare_grad(fn, *inputs, rtol=None, atol=None):
+    cpu = [x.clone().requires_grad_() for x in inputs]
+    tpu = [x.to(TPU).requires_grad_() for x in inputs]
+    out_c, out_t = fn(*cpu), fn(*tpu)
+    assert out_t.shape == out_c.shape and out_t.dtype == out_c.dtype
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol, equal_nan=True)
+    g = torch.randn_like(out_c)
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for c, t in zip(cpu, tpu):
+        if c.grad is None:  # no gradient (e.g. the 0-"norm")
+            assert t.grad is None
+            continue
+        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol, equal_nan=True)
+
+
+# ------------------------------------------------------- special functions --
+
+def test_lgamma_digamma():
+    x = torch.randn(500) * 4
+    x = x[(x - x.round()).abs() > 1e-2]  # away from the poles
+    compare_grad(torch.lgamma, x, atol=1e-4, rtol=1e-4)
+    compare_grad(torch.digamma, torch.rand(300) * 20 + 0.05, atol=1e-4, rtol=1e-4)
+    edge = torch.tensor([0.0, -0.0, -1.0, -3.0, 1.0, float("inf")])
+    assert_close(torch.digamma(edge.to(TPU)).cpu(), torch.digamma(edge), equal_nan=True)
+    assert_close(torch.lgamma(torch.arange(1, 6).to(TPU)).cpu(),
+                 torch.lgamma(torch.arange(1, 6)), atol=1e-5, rtol=1e-5)
+
+
+def test_polygamma_erfinv():
+    x = torch.rand(300) * 10 + 0.1
+    for n in [0, 1, 2, 3]:
+        compare_grad(lambda t: torch.polygamma(n, t), x, atol=1e-4, rtol=1e-4)
+    xt = x.to(TPU)
+    assert_close(xt.clone().polygamma_(1).cpu(), x.clone().polygamma_(1), atol=1e-4, rtol=1e-4)
+    compare_grad(torch.erfinv, torch.rand(300) * 1.98 - 0.99, atol=1e-5, rtol=1e-4)
+    e = torch.tensor([-1.0, 1.0, 0.0, 2.0])
+    assert_close(torch.erfinv(e.to(TPU)).cpu(), torch.erfinv(e), equal_nan=True)
+
+
+def test_round_decimals():
+    x = torch.randn(200) * 100
+    for d in [1, 2, 3, -1, -2, 0]:
+        assert_close(torch.round(x.to(TPU), decimals=d).cpu(), torch.round(x, decimals=d),
+                     atol=1e-4, rtol=1e-6)
+    y = x.to(TPU)
+    y.round_(decimals=1)
+    assert_close(y.cpu(), torch.round(x, decimals=1), atol=1e-4, rtol=1e-6)
+
+
+def test_logsigmoid():
+    x = torch.randn(400) * 20
+    compare_grad(F.logsigmoid, x, atol=1e-6, rtol=1e-5)
+    compare_grad(torch.nn.LogSigmoid(), torch.randn(3, 5).bfloat16(), atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("fn", [torch.logaddexp, torch.logaddexp2])
+def test_logaddexp(fn):
+    a, b = torch.randn(50, 1) * 10, torch.randn(1, 40) * 10
+    compare_grad(fn, a, b, atol=1e-5, rtol=1e-5)
+    inf = float("inf")
+    x = torch.tensor([inf, -inf, inf, -inf, 1.0, float("nan")])
+    y = torch.tensor([inf, -inf, -inf, 2.0, -inf, 1.0])
+    assert_close(fn(x.to(TPU), y.to(TPU)).cpu(), fn(x, y), equal_nan=True)
+    out = torch.empty(6, device=TPU)
+    fn(x.to(TPU), y.to(TPU), out=out)
+    assert_close(out.cpu(), fn(x, y), equal_nan=True)
+
+
+# ------------------------------------------------------------------ norms --
+
+@pytest.mark.parametrize("ord", [2, 1, 0, 3, 0.5, float("inf"), -float("inf"), -1])
+def test_linalg_vector_norm(ord):
+    x = torch.randn(4, 5, 6)
+    compare_grad(lambda t: torch.linalg.vector_norm(t, ord), x, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: torch.linalg.vector_norm(t, ord, dim=(0, 2), keepdim=True), x,
+                 atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: torch.linalg.vector_norm(t, ord, dim=-1), x, atol=1e-5, rtol=1e-5)
+
+
+def test_norm_variants():
+    x = torch.randn(6, 7)
+    compare_grad(lambda t: t.norm(dim=1), x, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: torch.norm(t, p=1, dim=0, keepdim=True), x, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: torch.norm(t), x, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: F.normalize(t, dim=1), x, atol=1e-5, rtol=1e-5)
+    xb = x.bfloat16()
+    assert_close(torch.linalg.vector_norm(xb.to(TPU), dtype=torch.float32).cpu(),
+                 torch.linalg.vector_norm(xb, dtype=torch.float32), atol=1e-4, rtol=1e-4)
+    assert_close(torch.linalg.vector_norm(xb.to(TPU)).cpu(), torch.linalg.vector_norm(xb),
+                 atol=1e-1, rtol=1e-2)
+    out = torch.empty(7, device=TPU)
+    torch.linalg.vector_norm(x.to(TPU), 3, dim=0, out=out)
+    assert_close(out.cpu(), torch.linalg.vector_norm(x, 3, dim=0), atol=1e-5, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.linalg.vector_norm(torch.ones(3, dtype=torch.long, device=TPU))
+
+
+# ------------------------------------------------------------- equal, vdot --
+
+def test_equal_and_vdot(highest_matmul_precision):
+    x = torch.randn(3, 4)
+    xt = x.to(TPU)
+    assert torch.equal(xt, x.clone().to(TPU))
+    y = x.clone()
+    y[1, 2] += 1
+    assert not torch.equal(xt, y.to(TPU))
+    assert not torch.equal(xt, xt[:2])
+    nan = torch.tensor([float("nan")], device=TPU)
+    assert not torch.equal(nan, nan)
+    assert torch.equal(torch.empty(0, device=TPU), torch.empty(0, device=TPU))
+    with pytest.raises(RuntimeError, match="scalar type"):
+        torch.equal(xt, xt.double())
+    a, b = torch.randn(17), torch.randn(17)
+    compare_grad(torch.vdot, a, b, atol=1e-5, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.vdot(xt, xt)
+
+
+# ------------------------------------------------------------- nll_loss2d --
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss2d(reduction):
+    logits = torch.randn(2, 5, 4, 3)
+    target = torch.randint(0, 5, (2, 4, 3))
+    target[0, 0, 0] = -100
+    w = torch.rand(5)
+    compare_grad(lambda t: F.nll_loss(F.log_softmax(t, 1), target.to(t.device),
+                                      reduction=reduction), logits, atol=1e-5, rtol=1e-5)
+    target = target.clamp(min=0)
+    compare_grad(lambda t: F.cross_entropy(t, target.to(t.device), weight=w.to(t.device),
+                                           reduction=reduction, ignore_index=2),
+                 logits, atol=1e-5, rtol=1e-5)
+
+
+def test_nll_loss2d_errors():
+    with pytest.raises(RuntimeError, match="spatial targets"):
+        torch.ops.aten.nll_loss2d_forward(torch.randn(2, 3, 4, 4, device=TPU),
+                                          torch.zeros(2, 4, dtype=torch.long, device=TPU),
+                                          None, 1, -100)

@@ -65,7 +65,7 @@ def test_invalid_device_index_set_device():
     assert torch.tpu.current_device() == 0
 
 
-def test_synchronize():
+def test_synchronize(highest_matmul_precision):
     x = torch.randn(32, 32).to(TPU)
     y = x @ x
     torch.tpu.synchronize()

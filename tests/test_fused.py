@@ -64,7 +64,7 @@ def test_in_place_and_views_inside_a_fused_program():
         torch.testing.assert_close(base.cpu(), base_c)
 
 
-def test_training_loop_without_reads_cuts_at_the_step_and_hits_the_cache():
+def test_training_loop_without_reads_cuts_at_the_step_and_hits_the_cache(highest_matmul_precision):
     torch.manual_seed(0)
     model_c = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))

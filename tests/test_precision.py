@@ -17,7 +17,11 @@ bf16 emulation is missing.
 import math
 import warnings
 
+import subprocess
+import sys
+
 import pytest
+
 import torch
 import torch.nn.functional as F
 import torch_tpu
@@ -86,8 +90,25 @@ def test_bf16_inputs_are_native_and_elementwise_stays_f32():
     torch.testing.assert_close(s, torch.softmax(x, 0))  # f32 tolerance: no bf16 rounding
 
 
+def test_default_is_medium_until_the_program_chooses():
+    # A fresh process: tpu matmuls take one bf16 pass although torch's own
+    # default is "highest"; torch.set_float32_matmul_precision takes over.
+    code = (
+        "import torch, torch_tpu\n"
+        "assert torch.get_float32_matmul_precision() == 'highest'\n"
+        "assert torch_tpu._C._current_precision() == 0\n"
+        "torch.set_float32_matmul_precision('highest')\n"
+        "assert torch_tpu._C._current_precision() == 2\n"
+        "torch.set_float32_matmul_precision('medium')\n"
+        "assert torch_tpu._C._current_precision() == 0\n"
+        "print('ok')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stderr
+
+
 def test_mode_mapping_and_override_is_thread_local():
     prev = torch.get_float32_matmul_precision()
+    prev_follow = torch_tpu._C._follow_torch_precision()
     try:
         torch.set_float32_matmul_precision("medium")
         assert torch_tpu._C._current_precision() == Precision.DEFAULT
@@ -106,6 +127,7 @@ def test_mode_mapping_and_override_is_thread_local():
         assert torch_tpu._C._current_precision() == Precision.HIGHEST
     finally:
         torch.set_float32_matmul_precision(prev)
+        torch_tpu._C._set_follow_torch_precision(prev_follow)
 
 
 def test_explicit_slow_precision_warns_once(monkeypatch):

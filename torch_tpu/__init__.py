@@ -39,6 +39,28 @@ torch.utils.generate_methods_for_privateuse1_backend(
 )
 
 from .tpu import Precision, precision  # noqa: E402,F401
+
+
+def _wrap_set_float32_matmul_precision():
+    """tpu f32 matmuls run at DEFAULT (one bf16 pass, "medium") until the
+    program calls torch.set_float32_matmul_precision; from then on they
+    follow torch's setting ("medium"/"high"/"highest")."""
+    import functools
+
+    original = torch.set_float32_matmul_precision
+    if getattr(original, "_torch_tpu_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def set_float32_matmul_precision(precision: str) -> None:
+        original(precision)
+        _C._set_follow_torch_precision(True)
+
+    set_float32_matmul_precision._torch_tpu_wrapped = True
+    torch.set_float32_matmul_precision = set_float32_matmul_precision
+
+
+_wrap_set_float32_matmul_precision()
 from ._modes import (  # noqa: E402,F401
     EagerMode, cpu_fallback_mode, eager_mode, get_eager_mode, is_materialized, set_eager_mode,
     synchronize,

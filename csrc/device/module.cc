@@ -145,6 +145,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_clear_cache", [] { lazy::Executor::Get().ClearCache(); });
   m.def("_set_precision_override", &ops::SetPrecisionOverride);
   m.def("_get_precision_override", &ops::PrecisionOverride);
+  m.def("_set_follow_torch_precision", &ops::SetFollowTorchPrecision);
+  m.def("_follow_torch_precision", &ops::FollowTorchPrecision);
   m.def("_current_precision", [] { return static_cast<int64_t>(ops::CurrentPrecision()); });
   m.def("_set_cpu_fallback", &device::SetCpuFallback);
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);

@@ -2,22 +2,35 @@
 
 #include <ATen/Context.h>
 
+#include <atomic>
+
 namespace tpu::ops {
 
 namespace {
 thread_local int64_t t_override = -1;
+std::atomic<bool> g_follow_torch{false};
 }
 
 void SetPrecisionOverride(int64_t mode) { t_override = mode; }
 int64_t PrecisionOverride() { return t_override; }
+void SetFollowTorchPrecision(bool follow) { g_follow_torch = follow; }
+bool FollowTorchPrecision() { return g_follow_torch; }
 
 Precision CurrentPrecision() {
   if (t_override >= 0) return static_cast<Precision>(t_override);
+  // Until the program chooses with torch.set_float32_matmul_precision, tpu
+  // matmuls take one bf16 pass, as on a TPU ("medium").
+  if (!g_follow_torch) return Precision::kDefault;
   switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::HIGHEST: return Precision::kHighest;
+    case at::Float32MatmulPrecision::HIGHEST:
+      TORCH_WARN_ONCE("torch.set_float32_matmul_precision('highest'): f32 matmuls on tpu take 6 "
+                      "bf16 passes on TPU matrix units, about 6x the cost of 'medium'; use "
+                      "'medium' unless the extra accuracy is needed.");
+      return Precision::kHighest;
     case at::Float32MatmulPrecision::HIGH:
       TORCH_WARN_ONCE("torch.set_float32_matmul_precision('high'): f32 matmuls on tpu take 3 "
-                      "bf16 passes on TPU matrix units, about 3x the cost of 'medium'.");
+                      "bf16 passes on TPU matrix units, about 3x the cost of 'medium'; use "
+                      "'medium' unless the extra accuracy is needed.");
       return Precision::kHigh;
     default: return Precision::kDefault;
   }

@@ -12,8 +12,11 @@ namespace tpu::ops {
 enum class Precision : int64_t { kDefault = 0, kHigh = 1, kHighest = 2 };
 
 // The thread-local override if set (torch.tpu.precision), else the mode
-// mapped from torch.set_float32_matmul_precision.
+// mapped from torch.set_float32_matmul_precision once the program has
+// called it (SetFollowTorchPrecision), else DEFAULT.
 Precision CurrentPrecision();
+void SetFollowTorchPrecision(bool follow);
+bool FollowTorchPrecision();
 // -1 clears the override.
 void SetPrecisionOverride(int64_t mode);
 int64_t PrecisionOverride();

@@ -18,6 +18,8 @@
 #include <c10/util/irange.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "ir/ops.h"
 #include "ops/bridge.h"
 #include "ops/common.h"
@@ -793,6 +795,95 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
   return self;
 }
 
+
+// ---- nonzero: the count is read on the host, the positions stay on device ----
+
+// ins = (x); out = (count as s64 0-d).
+VS LowerCountNonzero(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::TensorType t = b.type(in[0]);
+  Value nz = ir::Convert(b, ir::Convert(b, in[0], DType::PRED), DType::S64);
+  ir::Dims all;
+  for (int64_t i = 0; i < t.rank(); ++i) all.push_back(i);
+  return {ir::Reshape(b, ir::Reduce(b, nz, ir::ConstantI(b, 0, DType::S64), all, "stablehlo.add"),
+                      out[0].dims)};
+}
+constexpr lazy::Lowering kCountNonzero{"aten::nonzero.count", &LowerCountNonzero};
+
+// ins = (x[, fill value s64 0-d]); out = [rows, ndim] s64: the coordinates of
+// the nonzero elements in row-major order; rows past their number hold the
+// fill value (nonzero_static) — for nonzero, rows equals that number.
+VS LowerNonzero(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::TensorType t = b.type(in[0]);
+  const int64_t rows = out[0].dims[0], nd = t.rank();
+  const int64_t n = t.numel();
+  Value mask = ir::Reshape(b, ir::Convert(b, in[0], DType::PRED), {n});
+  Value m64 = ir::Convert(b, mask, DType::S64);
+  Value pos = ir::Binary(b, "stablehlo.subtract",
+                         ir::CumReduce(b, m64, ir::ConstantI(b, 0, DType::S64), 0, "stablehlo.add"),
+                         ir::Full(b, ir::ConstantI(b, 1, DType::S64), {n}));
+  // Zero elements go to position `rows`, outside the result: dropped.
+  pos = ir::Select(b, mask, pos, ir::Full(b, ir::ConstantI(b, rows, DType::S64), {n}));
+  Value flat = ir::Put(b, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {rows}), pos,
+                       ir::Iota(b, {n}, 0, DType::S64));
+  std::vector<Value> cols;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(nd);
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= t.dims[d];
+  }
+  auto full = [&](int64_t v) { return ir::Full(b, ir::ConstantI(b, v, DType::S64), {rows}); };
+  for (int64_t d = 0; d < nd; ++d) {
+    Value c = ir::Binary(b, "stablehlo.divide", flat, full(strides[d]));
+    c = ir::Binary(b, "stablehlo.remainder", c, full(t.dims[d]));
+    cols.push_back(ir::Reshape(b, c, {rows, 1}));
+  }
+  Value r = ir::Concatenate(b, cols, 1);
+  if (in.size() > 1) {  // rows past the count take the fill value
+    Value count = ir::Reduce(b, m64, ir::ConstantI(b, 0, DType::S64), {0}, "stablehlo.add");
+    Value valid = ir::Compare(b, ir::Iota(b, {rows, nd}, 0, DType::S64),
+                              ir::Full(b, count, {rows, nd}), ir::Cmp::LT);
+    r = ir::Select(b, valid, r, ir::Full(b, ir::Convert(b, in[1], DType::S64), {rows, nd}));
+  }
+  return {r};
+}
+constexpr lazy::Lowering kNonzero{"aten::nonzero", &LowerNonzero};
+
+Tensor NonzeroRows(const Tensor& self, int64_t rows, const std::optional<int64_t>& fill) {
+  Tensor r = EmptyTpu({rows, self.dim()}, at::kLong);
+  if (rows == 0 || self.dim() == 0) return r;  // nothing to compute ([rows, 0] for 0-d)
+  std::vector<lazy::Operand> in{OperandOf(self)};
+  if (fill.has_value()) in.push_back(ScalarOperand(*fill, at::kLong));
+  return Run1(kNonzero, {}, in, TypeOf({rows, self.dim()}, at::kLong));
+}
+
+Tensor nonzero_tpu(const Tensor& self) {
+  CheckTpu("nonzero", self, "self");
+  TORCH_CHECK(self.numel() < std::numeric_limits<int>::max(),
+              "nonzero is not supported for tensors with more than INT_MAX elements");
+  int64_t count = 0;
+  if (self.numel() > 0) {
+    count = Run1(kCountNonzero, {}, {OperandOf(self)}, TypeOf({}, at::kLong)).item<int64_t>();
+  }
+  return NonzeroRows(self, count, std::nullopt);
+}
+Tensor& nonzero_out(const Tensor& self, Tensor& out) {
+  Tensor r = nonzero_tpu(self);
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long "
+              "but got scalar type", out.scalar_type());
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+Tensor nonzero_static_tpu(const Tensor& self, int64_t size, int64_t fill_value) {
+  CheckTpu("nonzero_static", self, "self");
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer, but got ", size);
+  if (self.numel() == 0) {
+    Tensor r = EmptyTpu({size, self.dim()}, at::kLong);
+    if (r.numel() > 0) r.fill_(fill_value);
+    return r;
+  }
+  return NonzeroRows(self, size, fill_value);
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -814,6 +905,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));
   m.impl("_index_put_impl_", TORCH_FN(index_put_impl_));
   m.impl("masked_select", TORCH_FN(masked_select_tpu));
+  m.impl("nonzero", TORCH_FN(nonzero_tpu));
+  m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("nonzero_static", TORCH_FN(nonzero_static_tpu));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
   m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar));

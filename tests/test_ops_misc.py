@@ -1,0 +1,99 @@
+"""nonzero, im2col/col2im (unfold/fold) and cdist/pdist on tpu against CPU,
+forward and backward."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def compare_grad(fn, *inputs, rtol=None, atol=None):
+    cpu = [x.clone().requires_grad_() for x in inputs]
+    tpu = [x.to(TPU).requires_grad_() for x in inputs]
+    out_c, out_t = fn(*cpu), fn(*tpu)
+    assert out_t.shape == out_c.shape and out_t.dtype == out_c.dtype
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
+    g = torch.randn_like(out_c)
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for c, t in zip(cpu, tpu):
+        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------- nonzero --
+
+@pytest.mark.parametrize("shape", [(7,), (4, 5), (3, 4, 5), (2, 1, 3, 2)])
+def test_nonzero(shape):
+    x = torch.randn(shape)
+    x[x < 0.3] = 0
+    xt = x.to(TPU)
+    assert torch.equal(xt.nonzero().cpu(), x.nonzero())
+    assert torch.equal(torch.argwhere(xt).cpu(), torch.argwhere(x))
+    for a, b in zip(torch.nonzero(xt, as_tuple=True), torch.nonzero(x, as_tuple=True)):
+        assert torch.equal(a.cpu(), b)
+    assert torch.equal((xt > 0).nonzero().cpu(), (x > 0).nonzero())
+    out = torch.empty(0, dtype=torch.long, device=TPU)
+    torch.nonzero(xt, out=out)
+    assert torch.equal(out.cpu(), x.nonzero())
+
+
+def test_nonzero_edge_cases_and_static():
+    for x in [torch.zeros(4, 3), torch.ones(2, 2, dtype=torch.int32), torch.tensor(2.0),
+              torch.tensor(0.0), torch.empty(0, 3), torch.tensor([True, False, True])]:
+        r = x.to(TPU).nonzero()
+        assert r.dtype == torch.long
+        assert torch.equal(r.cpu(), x.nonzero()), x
+    x = torch.tensor([[0, 1, 0], [2, 0, 3]])
+    for size, fill in [(5, -1), (2, 0), (3, 7)]:
+        assert torch.equal(torch.nonzero_static(x.to(TPU), size=size, fill_value=fill).cpu(),
+                           torch.nonzero_static(x, size=size, fill_value=fill))
+    y = torch.randn(3, 4, device=TPU)
+    m = y > 0
+    assert torch.equal(y[m].cpu(), y.cpu()[m.cpu()])
+
+
+# ------------------------------------------------------------- fold/unfold --
+
+@pytest.mark.parametrize("kw", [
+    dict(kernel_size=3),
+    dict(kernel_size=(2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 3)),
+    dict(kernel_size=2, stride=2),
+])
+def test_unfold_fold(kw):
+    x = torch.randn(2, 3, 9, 8)
+    compare_grad(lambda t: F.unfold(t, **kw), x)
+    cols = F.unfold(x, **kw)
+    compare_grad(lambda t: F.fold(t, (9, 8), **kw), cols, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: F.unfold(t, **kw), x[0])  # unbatched
+    compare_grad(lambda t: F.fold(t, (9, 8), **kw), cols[0], atol=1e-5, rtol=1e-5)
+
+
+def test_unfold_module_and_errors():
+    compare_grad(torch.nn.Unfold(kernel_size=(2, 2), padding=1), torch.randn(1, 2, 5, 5))
+    with pytest.raises(RuntimeError):
+        F.unfold(torch.randn(2, 3, 2, 2, device=TPU), kernel_size=3)
+    with pytest.raises(RuntimeError):
+        F.fold(torch.randn(1, 7, 4, device=TPU), (3, 3), kernel_size=2)
+
+
+# ------------------------------------------------------------ cdist, pdist --
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, 3.0, 0.5, float("inf")])
+def test_cdist_pdist(p):
+    x1, x2 = torch.randn(2, 5, 4), torch.randn(2, 6, 4)
+    compare_grad(lambda a, b: torch.cdist(a, b, p), x1, x2, atol=1e-5, rtol=1e-4)
+    compare_grad(lambda a: torch.pdist(a, p), torch.randn(7, 3), atol=1e-5, rtol=1e-4)
+
+
+def test_cdist_broadcast_and_errors():
+    compare_grad(lambda a, b: torch.cdist(a, b), torch.randn(3, 1, 4, 2), torch.randn(2, 5, 2),
+                 atol=1e-5, rtol=1e-4)
+    compare_grad(lambda a, b: torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"),
+                 torch.randn(30, 3), torch.randn(28, 3), atol=1e-5, rtol=1e-4)
+    with pytest.raises(RuntimeError, match="same number of columns"):
+        torch.cdist(torch.randn(3, 2, device=TPU), torch.randn(3, 4, device=TPU))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.pdist(torch.randn(3, 2, device=TPU), -1)
+    assert torch.pdist(torch.randn(1, 3, device=TPU)).shape == (0,)

@@ -7,9 +7,10 @@
 
 For each model family a tiny config is built from the config class (random
 weights from a fixed seed; nothing is downloaded), the model is created on
-the CPU, and a deep copy is moved to tpu. Under
-``torch.tpu.precision(Precision.HIGHEST)`` the tpu copy must match the CPU
-model in
+the CPU, and a deep copy is moved to tpu. At HIGHEST f32 matmul precision
+(``torch.tpu.precision(Precision.HIGHEST)`` and, for the backward that
+autograd runs on its own thread, ``torch.set_float32_matmul_precision
+("highest")``) the tpu copy must match the CPU model in
 
 * forward (``model.eval()``, no grad): every tensor of the model's output
   (logits, last hidden state, pooled output, hidden states, ...);
@@ -21,8 +22,8 @@ model in
 * for the families that have it (Llama, GPT-2, T5, Whisper), greedy
   ``model.generate()`` with the KV cache: equal token for token.
 
-Each check is run in every mode of ``MODES``: Strict Eager and Fused Eager,
-and ``torch.compile(model, backend="tpu")`` when that backend is registered
+Each check is run in every mode of ``MODES``: Strict Eager and Fused Eager
+(set process-wide for the check, so that the backward runs in it too), and ``torch.compile(model, backend="tpu")`` when that backend is registered
 (else its rows say "skipped: backend not available"). After the families come
 rows for transformers' own tpu probe (``is_torch_tpu_available``, the
 device ``TrainingArguments`` picks) and for ``Trainer`` training a few steps
@@ -99,8 +100,44 @@ class Mode:
     generate_kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
+@contextlib.contextmanager
+def _eager_everywhere(mode):
+    """`mode` process-wide and on this thread inside the block.
+
+    ``torch_tpu.eager_mode()`` alone is thread-local, and autograd runs the
+    backward of tpu tensors on its own device thread, so ``loss.backward()``
+    would run in the process-wide mode instead."""
+    prev = torch_tpu.get_eager_mode()
+    torch_tpu.set_eager_mode(mode)
+    try:
+        with torch_tpu.eager_mode(mode):
+            yield
+    finally:
+        torch_tpu.set_eager_mode(prev)
+
+
 def _eager(mode):
-    return lambda: torch_tpu.eager_mode(mode)
+    return lambda: _eager_everywhere(mode)
+
+
+@contextlib.contextmanager
+def highest_precision():
+    """HIGHEST f32 matmul precision on tpu inside the block, backward included.
+
+    ``torch.tpu.precision()`` is thread-local and does not reach autograd's
+    device thread, so torch's process-wide setting is made "highest" too;
+    both are restored after."""
+    follow = getattr(torch_tpu._C, "_follow_torch_precision", None)
+    prev_follow = follow() if follow is not None else None
+    prev = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        with torch.tpu.precision(torch_tpu.Precision.HIGHEST):
+            yield
+    finally:
+        torch.set_float32_matmul_precision(prev)
+        if prev_follow is not None:
+            torch_tpu._C._set_follow_torch_precision(prev_follow)
 
 
 MODES: List[Mode] = [
@@ -543,11 +580,24 @@ def _stage(name: str):
         raise StageError(name, e) from e
 
 
+_FALLBACK = re.compile(r"The operator '([^']+)' has no tpu lowering and runs on the CPU")
+# Ops that ran on the CPU through torch_tpu's CPU fallback (--cpu-fallback);
+# torch_tpu warns once per op and process, so each is seen once.
+_fallback_ops: List[str] = []
+
+
 @contextlib.contextmanager
 def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+    """Silences warnings (keeping note of CPU-fallback ones)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for w in caught:
+                m = _FALLBACK.search(str(w.message))
+                if m and m.group(1) not in _fallback_ops:
+                    _fallback_ops.append(m.group(1))
 
 
 def _train_step(model, call, case: Case):
@@ -633,7 +683,7 @@ def check(family: Family, mode: Mode, ref: Optional[Reference] = None, train: bo
             ref = reference(family, generate=generate)
     case = ref.case
     cmp = Comparer()
-    with _quiet(), mode.context(), torch.tpu.precision(torch_tpu.Precision.HIGHEST):
+    with _quiet(), mode.context(), highest_precision():
         if train:
             with _stage("to tpu"):
                 model = to_tpu(ref.initial)
@@ -773,7 +823,7 @@ def check_trainer(mode: Mode, steps: int = 3) -> float:
     with _quiet():
         with _stage("cpu reference"):
             expected, _ = _trainer_run(True, steps)
-        with _stage("trainer"), mode.context(), torch.tpu.precision(torch_tpu.Precision.HIGHEST), \
+        with _stage("trainer"), mode.context(), highest_precision(), \
                 _env(**TRAINER_ENV):
             actual, model = _trainer_run(False, steps)
     device = next(model.parameters()).device
@@ -822,6 +872,7 @@ def _run_row(name: str, mode: Mode, fn: Callable[[], Any], verbose: bool) -> Row
     if skip:
         return Row(name, mode.name, f"skipped: {skip}")
     t0 = time.perf_counter()
+    seen = len(_fallback_ops)
     try:
         result = fn()
         try:
@@ -832,11 +883,18 @@ def _run_row(name: str, mode: Mode, fn: Callable[[], Any], verbose: bool) -> Row
             detail = f"max rel err {result:.1e}"
         else:
             detail = str(result or "")
-        row = Row(name, mode.name, "pass", detail=detail)
+        fell_back = _fallback_ops[seen:]
+        if fell_back:
+            # Everything compared equal, but not everything ran on tpu.
+            row = Row(name, mode.name, f"FAIL: ran on the CPU (fallback; the rest matches): {', '.join(fell_back)}")
+        else:
+            row = Row(name, mode.name, "pass", detail=detail)
     except Exception as e:  # noqa: BLE001 -- every failure becomes a row
         if verbose:
             traceback.print_exc()
         msg = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {_first_line(e)}"
+        if _fallback_ops[seen:]:
+            msg += f" (after falling back to the CPU for {', '.join(_fallback_ops[seen:])})"
         row = Row(name, mode.name, f"FAIL: {msg}")
         # Leave no failed work behind for the next row.
         with contextlib.suppress(Exception):
@@ -895,6 +953,10 @@ def main(argv=None) -> int:
     p.add_argument("--group", choices=GROUPS, help="only this group of families")
     p.add_argument("--modes", help=f"comma-separated subset of: {','.join(MODE_NAMES)}")
     p.add_argument("--no-integration", action="store_true", help="skip the transformers probe and Trainer rows")
+    p.add_argument("--cpu-fallback", action="store_true",
+                   help="run ops without a tpu lowering on the CPU (torch_tpu.cpu_fallback_mode) to find every "
+                        "missing op of a family and check the rest; rows that needed it still FAIL, naming the "
+                        "ops (each op is named once per process, in the first row that needs it)")
     p.add_argument("--list", action="store_true", help="list families and modes, then exit")
     p.add_argument("-v", "--verbose", action="store_true", help="print the traceback of each failure")
     args = p.parse_args(argv)
@@ -916,7 +978,8 @@ def main(argv=None) -> int:
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"device {torch.tpu.get_device_name()}, precision HIGHEST", flush=True)
-    rows = run(families, modes, integration=not args.no_integration, verbose=args.verbose)
+    with torch_tpu.cpu_fallback_mode(args.cpu_fallback):
+        rows = run(families, modes, integration=not args.no_integration, verbose=args.verbose)
     return 0 if all(r.passed for r in rows if r.ran) else 1
 
 

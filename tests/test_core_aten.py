@@ -24,7 +24,7 @@ has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
 # Core ATen overloads without a tpu lowering, at most. Coverage may only go up:
 # when you add lowerings and this test reports fewer missing ops, lower this
 # number to the new count in the same change.
-MISSING_CORE_ATEN_BASELINE = 3  # of 193 Core ATen overloads in torch 2.13.0
+MISSING_CORE_ATEN_BASELINE = 2  # of 193 Core ATen overloads in torch 2.13.0
 
 
 def _overload(name):

@@ -151,3 +151,16 @@ def test_embedding_bag_errors():
     with pytest.raises(RuntimeError, match="per_sample_weights"):
         F.embedding_bag(torch.tensor([1, 2], device=TPU), w, torch.tensor([0], device=TPU),
                         mode="mean", per_sample_weights=torch.ones(2, device=TPU))
+
+
+# --------------------------------------------------------------- linspace --
+
+@pytest.mark.parametrize("start,end,steps,dtype", [
+    (0, 1, 5, torch.float32), (-3.3, 7.1, 11, torch.float32), (0, 10, 7, torch.int64),
+    (2, -5, 4, torch.float64), (1, 1, 1, torch.float32), (0, 1, 0, torch.float32),
+    (0, 1, 100, torch.bfloat16)])
+def test_linspace(start, end, steps, dtype):
+    expected = torch.linspace(start, end, steps, dtype=dtype)
+    actual = torch.linspace(start, end, steps, dtype=dtype, device=TPU)
+    assert actual.dtype == dtype and actual.shape == expected.shape
+    assert_close(actual.cpu(), expected, atol=1e-2 if dtype == torch.bfloat16 else 1e-6, rtol=1e-5)

@@ -110,3 +110,31 @@ def test_upsample_errors():
         torch.ops.aten.upsample_bilinear2d(torch.randn(2, 3, device=TPU), [4, 4], False)
     with pytest.raises(RuntimeError, match="expected input_size"):
         torch.ops.aten.upsample_nearest1d(x, [4])
+
+
+# ------------------------------------------------------------ grid_sample --
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(mode, padding_mode, align_corners):
+    x = torch.randn(2, 3, 5, 7)
+    grid = torch.rand(2, 4, 6, 2) * 2.6 - 1.3  # some points outside [-1, 1]
+    compare_grad(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding_mode,
+                                            align_corners=align_corners),
+                 x, grid, atol=1e-5, rtol=1e-5)
+
+
+def test_grid_sample_affine_grid_and_errors(highest_matmul_precision):
+    theta = torch.tensor([[[0.9, -0.2, 0.1], [0.3, 1.1, -0.2]]]).repeat(2, 1, 1)
+    x = torch.randn(2, 3, 8, 8)
+
+    def warp(t, th):
+        return F.grid_sample(t, F.affine_grid(th, (2, 3, 6, 5), align_corners=False),
+                             align_corners=False)
+    compare_grad(warp, x, theta, atol=1e-4, rtol=1e-4)
+    xt = torch.randn(1, 2, 4, 4, device=TPU)
+    with pytest.raises(RuntimeError, match="bicubic"):
+        F.grid_sample(xt, torch.zeros(1, 2, 2, 2, device=TPU), mode="bicubic")
+    with pytest.raises(RuntimeError, match="same batch size"):
+        F.grid_sample(xt, torch.zeros(2, 2, 2, 2, device=TPU), align_corners=False)

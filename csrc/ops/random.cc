@@ -315,6 +315,43 @@ Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::
   return out;
 }
 
+// ins = (start, end) as 0-d of the compute dtype; ints = (compute dtype,
+// steps). As CPU: start + i*step for the first half, end - (steps-1-i)*step
+// for the second.
+VS LowerLinspace(Builder& b, const VS& in, const lazy::Attrs& at, const TT& out) {
+  const auto ct = static_cast<DType>(at.ints[0]);
+  const int64_t steps = at.ints[1];
+  const ir::Dims& d = out[0].dims;
+  Value start = ir::Full(b, ir::Convert(b, in[0], ct), d);
+  if (steps == 1) return {ir::Convert(b, start, out[0].dtype)};
+  Value end = ir::Full(b, ir::Convert(b, in[1], ct), d);
+  Value step = ir::Binary(b, "stablehlo.divide", ir::Binary(b, "stablehlo.subtract", end, start),
+                          ir::Full(b, ir::ConstantF(b, static_cast<double>(steps - 1), ct), d));
+  Value i = ir::Iota(b, d, 0, ct);
+  Value lo = ir::Binary(b, "stablehlo.add", start, ir::Binary(b, "stablehlo.multiply", step, i));
+  Value back = ir::Binary(b, "stablehlo.subtract",
+                          ir::Full(b, ir::ConstantF(b, static_cast<double>(steps - 1), ct), d), i);
+  Value hi = ir::Binary(b, "stablehlo.subtract", end, ir::Binary(b, "stablehlo.multiply", step, back));
+  Value first = ir::Compare(b, ir::Iota(b, d, 0, DType::S64),
+                            ir::Full(b, ir::ConstantI(b, steps / 2, DType::S64), d), ir::Cmp::LT);
+  return {ir::Convert(b, ir::Select(b, first, lo, hi), out[0].dtype)};
+}
+constexpr lazy::Lowering kLinspace{"aten::linspace", &LowerLinspace};
+
+Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps,
+                     Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  CheckTpu("linspace", out, "out");
+  at::native::resize_output(out, {steps});
+  if (steps == 0) return out;
+  const auto dt = out.scalar_type();
+  TORCH_CHECK(!at::isComplexType(dt), "linspace: complex outputs are not supported on tpu yet");
+  const auto ct = at::isIntegralType(dt, true) || dt == at::kDouble ? at::kDouble : at::kFloat;
+  RunInto(kLinspace, {{static_cast<int64_t>(ToIr(ct)), steps}, {}, {}},
+          {ScalarOperand(start, ct), ScalarOperand(end, ct)}, {TypeOf({steps}, dt)}, {out});
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -323,6 +360,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", TORCH_FN(random_to));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("arange.start_out", TORCH_FN(arange_out));
+  m.impl("linspace.out", TORCH_FN(linspace_out));
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_float));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor));
   m.impl("bernoulli.p", TORCH_FN(bernoulli_p));

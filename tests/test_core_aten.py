@@ -24,7 +24,7 @@ has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
 # Core ATen overloads without a tpu lowering, at most. Coverage may only go up:
 # when you add lowerings and this test reports fewer missing ops, lower this
 # number to the new count in the same change.
-MISSING_CORE_ATEN_BASELINE = 2  # of 193 Core ATen overloads in torch 2.13.0
+MISSING_CORE_ATEN_BASELINE = 0  # of 193 Core ATen overloads in torch 2.13.0
 
 
 def _overload(name):
@@ -94,7 +94,6 @@ def test_core_aten_opset_is_not_empty():
     assert "aten::add.Tensor" in ops and is_handled("aten::add.Tensor")
 
 
-@pytest.mark.xfail(strict=False, reason="Core ATen coverage is still being built")
 def test_every_core_aten_op_is_lowered():
     missing = missing_core_aten_ops()
     assert not missing, (f"{len(missing)} of {len(core_aten_ops())} Core ATen ops have no "

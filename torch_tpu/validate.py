@@ -121,6 +121,22 @@ def _eager(mode):
 
 
 @contextlib.contextmanager
+def _compiling():
+    """For torch.compile checks: TorchDynamo's caches are cleared first (code
+    shared by all models, e.g. transformers' forward decorators, would
+    otherwise reach the recompile limit and run eagerly unnoticed), and the
+    block must have compiled at least one graph."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+    torch._dynamo.reset()
+    before = counters["stats"]["unique_graphs"]
+    with _eager_everywhere(torch_tpu.EagerMode.DEFER_NEVER):
+        yield
+    if counters["stats"]["unique_graphs"] == before:
+        raise Mismatch("torch.compile compiled no graph (the model ran eagerly)")
+
+
+@contextlib.contextmanager
 def highest_precision():
     """HIGHEST f32 matmul precision on tpu inside the block, backward included.
 
@@ -149,7 +165,7 @@ MODES: List[Mode] = [
     # a static cache, which transformers compiles with backend="tpu" itself.
     Mode("compile", 'torch.compile(model, backend="tpu")',
          lambda: None if _compile_backend_available() else "backend not available",
-         _eager(torch_tpu.EagerMode.DEFER_NEVER),
+         lambda: _compiling(),
          lambda m: torch.compile(m, backend="tpu"),
          generate_kwargs=dict(cache_implementation="static")),
 ]
@@ -567,7 +583,16 @@ def _first_line(error: BaseException) -> str:
     missing = _NOT_IMPLEMENTED.search(text)
     if missing:  # the rest of torch_tpu's message is advice on the CPU fallback
         return f"{missing.group(1)} is not implemented for tpu"
-    return text.splitlines()[0] if text else "(no message)"
+    line = text.splitlines()[0] if text else "(no message)"
+    # TorchDynamo's first line is generic; the error that caused it follows.
+    if type(error).__module__.startswith("torch._dynamo"):
+        got = re.search(r"got (\w+(?:Error|Exception))\((['\"])(.*?)\2\)", text)
+        cause = error.__cause__ or error.__context__
+        if got:
+            line += f" ({got.group(1)}: {got.group(3)})"
+        elif cause is not None:
+            line += f" ({type(cause).__name__}: {_first_line(cause)})"
+    return line
 
 
 @contextlib.contextmanager

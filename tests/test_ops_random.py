@@ -87,3 +87,47 @@ def test_bernoulli_tensor_p_and_functional():
     torch.manual_seed(7)
     b = torch.bernoulli(torch.full((100,), 0.5, device=TPU)).cpu()
     assert torch.equal(a, b)
+
+
+# ----------------------------------------------------- multinomial, randperm --
+
+def test_multinomial_with_replacement():
+    p = torch.tensor([0.1, 0.0, 0.3, 0.6])
+    s = torch.multinomial(p.to(TPU) * 5, 40000, replacement=True).cpu()  # unnormalized weights
+    assert s.dtype == torch.long and s.shape == (40000,)
+    freq = torch.bincount(s, minlength=4).double() / s.numel()
+    assert_close(freq, p.double(), atol=0.01, rtol=0)
+    s2 = torch.multinomial(torch.rand(3, 7).to(TPU), 5, replacement=True)
+    assert s2.shape == (3, 5) and int(s2.max()) < 7
+
+
+def test_multinomial_without_replacement():
+    p = torch.tensor([0.1, 0.0, 0.3, 0.6])
+    s = torch.multinomial(p.to(TPU).expand(8000, 4).contiguous(), 2).cpu()
+    assert (s[:, 0] != s[:, 1]).all() and (s != 1).all()
+    first = torch.bincount(s[:, 0], minlength=4).double() / 8000
+    assert_close(first, p.double(), atol=0.02, rtol=0)
+    perm = torch.multinomial(torch.ones(6, device=TPU), 6).cpu()
+    assert torch.equal(perm.sort().values, torch.arange(6))
+    with pytest.raises(RuntimeError, match="without replacement"):
+        torch.multinomial(torch.ones(3, device=TPU), 4)
+    torch.manual_seed(5)
+    a = torch.multinomial(torch.rand(10, device=TPU), 3).cpu()
+    torch.manual_seed(5)
+    b = torch.multinomial(torch.rand(10, device=TPU), 3).cpu()
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32])
+def test_randperm(dtype):
+    r = torch.randperm(1000, device=TPU, dtype=dtype).cpu()
+    assert r.dtype == dtype
+    assert torch.equal(r.sort().values, torch.arange(1000, dtype=dtype))
+    assert not torch.equal(r, torch.arange(1000, dtype=dtype))
+    torch.manual_seed(11)
+    a = torch.randperm(50, device=TPU).cpu()
+    torch.manual_seed(11)
+    assert torch.equal(a, torch.randperm(50, device=TPU).cpu())
+    assert torch.randperm(0, device=TPU).shape == (0,)
+    with pytest.raises(RuntimeError, match="too large"):
+        torch.randperm(300, dtype=torch.int8, device=TPU)

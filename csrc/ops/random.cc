@@ -352,6 +352,118 @@ Tensor& linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t s
   return out;
 }
 
+// ---- multinomial and randperm ----
+
+// ins = (state, probs [B, C]); ints = (num_samples, replacement); out = [B, S] s64.
+// With replacement: inverse CDF (the number of categories whose running sum
+// is below u * total; a u past the last sum, from rounding, picks the last
+// category with nonzero weight). Without: the S largest p / q with q ~ Exp(1),
+// as CPU does.
+VS LowerMultinomial(Builder& b, const VS& in, const lazy::Attrs& at, const TT& out) {
+  const ir::Dims pd = b.type(in[1]).dims;
+  const int64_t bs = pd[0], c = pd[1], s = at.ints[0];
+  const DType ft = b.type(in[1]).dtype == DType::F64 ? DType::F64 : DType::F32;
+  Value p = ir::Convert(b, in[1], ft);
+  auto full = [&](double v, const ir::Dims& d) { return ir::Full(b, ir::ConstantF(b, v, ft), d); };
+  if (at.ints[1]) {
+    Value cdf = ir::CumReduce(b, p, ir::ConstantF(b, 0.0, ft), 1, "stablehlo.add");  // [B, C]
+    Value total = ir::Slice(b, cdf, {0, c - 1}, {bs, c}, {1, 1});                   // [B, 1]
+    Value u = ir::Reshape(b, Uniform01(b, in[0], bs * s, ft), {bs, s});
+    u = ir::Binary(b, "stablehlo.multiply", u, ir::BroadcastInDim(b, ir::Reshape(b, total, {bs}),
+                                                                   {bs, s}, {0}));
+    const ir::Dims d3{bs, s, c};
+    Value below = ir::Compare(b, ir::BroadcastInDim(b, cdf, d3, {0, 2}),
+                              ir::BroadcastInDim(b, u, d3, {0, 1}), ir::Cmp::LE);
+    Value idx = ir::Reduce(b, ir::Convert(b, below, DType::S64), ir::ConstantI(b, 0, DType::S64),
+                           {2}, "stablehlo.add");  // [B, S]
+    Value iota = ir::Iota(b, {bs, c}, 1, DType::S64);
+    Value nz = ir::Compare(b, p, full(0, {bs, c}), ir::Cmp::GT);
+    Value last = ir::Reduce(b, ir::Select(b, nz, iota, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {bs, c})),
+                            ir::ConstantI(b, 0, DType::S64), {1}, "stablehlo.maximum");  // [B]
+    Value lastb = ir::BroadcastInDim(b, last, {bs, s}, {0});
+    return {ir::Select(b, ir::Compare(b, idx, lastb, ir::Cmp::GT), lastb, idx)};
+  }
+  Value u = ir::Reshape(b, Uniform01(b, in[0], bs * c, ft), {bs, c});
+  Value q = ir::Unary(b, "stablehlo.negate",
+                      ir::Unary(b, "stablehlo.log_plus_one", ir::Unary(b, "stablehlo.negate", u)));
+  Value keys = ir::Binary(b, "stablehlo.divide", p, q);
+  Value iota = ir::Iota(b, {bs, c}, 1, DType::S64);
+  auto sorted = ir::Sort(b, {keys, iota}, 1, true, [](Builder& rb, const std::vector<Value>& a) {
+    return std::vector<Value>{ir::Compare(rb, a[0], a[1], ir::Cmp::GT)};
+  });
+  return {ir::Slice(b, sorted[1], {0, 0}, {bs, s}, {1, 1})};
+}
+constexpr lazy::Lowering kMultinomial{"aten::multinomial", &LowerMultinomial};
+
+Tensor multinomial_tpu(const Tensor& self, int64_t n_sample, bool replacement,
+                       std::optional<at::Generator> gen) {
+  CheckTpu("multinomial", self, "self");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  const int64_t n_dist = self.dim();
+  TORCH_CHECK(n_dist == 1 || n_dist == 2, "prob_dist must be 1 or 2 dim");
+  const int64_t n_categories = self.size(-1);
+  TORCH_CHECK(replacement || (n_sample <= n_categories),
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  TORCH_CHECK(n_categories <= (int64_t{1} << 24),
+              "number of categories cannot exceed 2^24");
+  TORCH_CHECK(n_categories > 0, "multinomial: input must have at least one category");
+  Tensor p = n_dist == 1 ? self.unsqueeze(0) : self;
+  const int64_t bs = p.size(0);
+  std::vector<int64_t> os = n_dist == 1 ? std::vector<int64_t>{n_sample}
+                                        : std::vector<int64_t>{bs, n_sample};
+  if (bs == 0) return EmptyTpu(os, at::kLong);
+  const bool f64 = self.scalar_type() == at::kDouble;
+  const uint64_t words =
+      static_cast<uint64_t>(bs) * (replacement ? n_sample : n_categories) * (f64 ? 2 : 1);
+  Tensor r = Run1(kMultinomial, {{n_sample, replacement ? 1 : 0}, {}, {}},
+                  {StateOperand(gen, words), OperandOf(p)}, TypeOf({bs, n_sample}, at::kLong));
+  return r.reshape(os);
+}
+Tensor& multinomial_out(const Tensor& self, int64_t n, bool replacement,
+                        std::optional<at::Generator> gen, Tensor& out) {
+  Tensor r = multinomial_tpu(self, n, replacement, gen);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+// ins = (state); out = [n]: the positions sorted by random 64-bit keys.
+VS LowerRandperm(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const int64_t n = out[0].dims[0];
+  auto r = b.Op("stablehlo.rng_bit_generator", {in[0]},
+                {b.type(in[0]), ir::TensorType{DType::U64, {n}}},
+                {{"rng_algorithm", "#stablehlo<rng_algorithm PHILOX>"}});
+  auto sorted = ir::Sort(b, {r[1], ir::Iota(b, {n}, 0, DType::S64)}, 0, true,
+                         [](Builder& rb, const std::vector<Value>& a) {
+                           return std::vector<Value>{ir::Compare(rb, a[0], a[1], ir::Cmp::LT)};
+                         });
+  return {ir::Convert(b, sorted[1], out[0].dtype)};
+}
+constexpr lazy::Lowering kRandperm{"aten::randperm", &LowerRandperm};
+
+Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  CheckTpu("randperm", out, "out");
+  at::native::resize_output(out, {n});
+  if (n == 0) return out;
+  const auto dt = out.scalar_type();
+  TORCH_CHECK(dt != at::kBool && (at::isFloatingType(dt) || at::isIntegralType(dt, false)),
+              "randperm is not implemented for ", dt);
+  if (at::isIntegralType(dt, false) && dt != at::kLong) {
+    int64_t max = 0;
+    AT_DISPATCH_INTEGRAL_TYPES(dt, "randperm", [&] {
+      max = static_cast<int64_t>(std::numeric_limits<scalar_t>::max());
+    });
+    TORCH_CHECK(n - 1 <= max, "n is too large for result tensor type: '", out.toString(), "'");
+  }
+  RunInto(kRandperm, {}, {StateOperand(gen, static_cast<uint64_t>(n) * 2)},
+          {TypeOf({n}, dt)}, {out});
+  return out;
+}
+Tensor& randperm_out_nogen(int64_t n, Tensor& out) { return randperm_out(n, std::nullopt, out); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -361,6 +473,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("multinomial", TORCH_FN(multinomial_tpu));
+  m.impl("multinomial.out", TORCH_FN(multinomial_out));
+  m.impl("randperm.generator_out", TORCH_FN(randperm_out));
+  m.impl("randperm.out", TORCH_FN(randperm_out_nogen));
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_float));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor));
   m.impl("bernoulli.p", TORCH_FN(bernoulli_p));

@@ -23,8 +23,12 @@ and every numerical mismatch, fails the test.
 
 import os
 
-import pytest
-import torch
+# Nothing may be fetched from the network (set before transformers is imported).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 pytest.importorskip("transformers")
 

@@ -278,6 +278,13 @@ _LLAMA_LIKE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, n
                    num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64)
 
 
+_DEEPSEEK = dict(hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2,
+                 first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+                 n_group=1, topk_group=1, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32,
+                 kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, vocab_size=VOCAB,
+                 max_position_embeddings=64)
+
+
 def _text_encoder(cls_name: str, config_name: str, **cfg) -> Callable[[], Case]:
     """Masked LM: every third real token is a target."""
     def build() -> Case:
@@ -404,12 +411,11 @@ FAMILIES: List[Family] = [
     # LLMs (decoder-only)
     Family("qwen3", "llm", _decoder_only("Qwen3ForCausalLM", "Qwen3Config", head_dim=16, **_LLAMA_LIKE)),
     Family("qwen2", "llm", _decoder_only("Qwen2ForCausalLM", "Qwen2Config", **_LLAMA_LIKE)),
-    Family("deepseek_v3", "llm", _decoder_only(
-        "DeepseekV3ForCausalLM", "DeepseekV3Config", hidden_size=64, intermediate_size=128,
-        moe_intermediate_size=32, num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4,
-        num_experts_per_tok=2, n_shared_experts=1, n_group=1, topk_group=1, num_attention_heads=4,
-        num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8,
-        v_head_dim=16, vocab_size=VOCAB, max_position_embeddings=64)),
+    # The default experts implementation (grouped_mm, which transformers picks
+    # for any tpu tensor), and the per-expert loop ("eager").
+    Family("deepseek_v3", "llm", _decoder_only("DeepseekV3ForCausalLM", "DeepseekV3Config", **_DEEPSEEK)),
+    Family("deepseek_v3_eager", "llm", _decoder_only("DeepseekV3ForCausalLM", "DeepseekV3Config",
+                                                     experts_implementation="eager", **_DEEPSEEK)),
     Family("gemma3", "llm", _decoder_only("Gemma3ForCausalLM", "Gemma3TextConfig", head_dim=16,
                                           sliding_window=4, **_LLAMA_LIKE)),
     Family("gemma2", "llm", _decoder_only("Gemma2ForCausalLM", "Gemma2Config", head_dim=16,
@@ -889,7 +895,7 @@ class Row:
 
     def line(self) -> str:
         extra = f"  ({self.detail})" if self.detail and self.passed else ""
-        return f"{self.name:<12} {self.mode:<8} {self.status}{extra}"
+        return f"{self.name:<18} {self.mode:<8} {self.status}{extra}"
 
 
 def _run_row(name: str, mode: Mode, fn: Callable[[], Any], verbose: bool) -> Row:
@@ -988,7 +994,7 @@ def main(argv=None) -> int:
 
     if args.list:
         for f in FAMILIES:
-            print(f"{f.name:<12} {f.group}")
+            print(f"{f.name:<18} {f.group}")
         for m in MODES:
             skip = m.skip_reason()
             print(f"mode {m.name:<8} {m.description}" + (f"  (skipped: {skip})" if skip else ""))

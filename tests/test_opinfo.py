@@ -37,6 +37,10 @@ CURATED = [
     "softmax", "log_softmax", "nn.functional.relu", "nn.functional.gelu",
     "nn.functional.silu", "nn.functional.layer_norm", "nn.functional.batch_norm",
     "nn.functional.embedding", "nn.functional.pad.constant", "nn.functional.l1_loss",
+    # pooling, padding, resampling, special functions, misc
+    "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d", "nn.functional.pad.reflect",
+    "nn.functional.logsigmoid", "logaddexp", "polygamma.polygamma_n_1", "nonzero",
+    "nn.functional.pdist",
 ]
 
 BUDGET_S = 5.0  # per OpInfo; the sweep's default is 10 s

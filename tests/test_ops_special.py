@@ -42,6 +42,12 @@ def test_polygamma_erfinv():
     x = torch.rand(300) * 10 + 0.1
     for n in [0, 1, 2, 3]:
         compare_grad(lambda t: torch.polygamma(n, t), x, atol=1e-4, rtol=1e-4)
+    # Negative arguments (reflection formula), away from the poles.
+    xn = -torch.rand(200) * 20 - 0.05
+    xn = xn[(xn - xn.round()).abs() > 0.05]
+    for n in [0, 1, 2, 3]:
+        expected = torch.polygamma(n, xn)
+        assert_close(torch.polygamma(n, xn.to(TPU)).cpu(), expected, atol=1e-3, rtol=1e-4)
     xt = x.to(TPU)
     assert_close(xt.clone().polygamma_(1).cpu(), x.clone().polygamma_(1), atol=1e-4, rtol=1e-4)
     compare_grad(torch.erfinv, torch.rand(300) * 1.98 - 0.99, atol=1e-5, rtol=1e-4)

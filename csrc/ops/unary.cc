@@ -166,9 +166,44 @@ Value Erf(Builder& b, Value x) {
 // Special functions from CHLO (expanded by XLA into polynomial/series code).
 Value Lgamma(Builder& b, Value x) { return b.Op1("chlo.lgamma", {x}, b.type(x)); }
 Value Erfinv(Builder& b, Value x) { return b.Op1("chlo.erf_inv", {x}, b.type(x)); }
+// psi^(n)(x) with CHLO for x >= 0 and, below 0, the reflection formula
+// psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x)), where
+// d^n/dx^n cot(pi x) = pi^n P_n(cot(pi x)) and P_{n+1}(c) = -(1 + c^2) P_n'(c).
+// cot(pi x) is taken of x's fractional part, which keeps it accurate (CHLO's
+// own reflection loses precision far below 0).
+Value PolygammaReal(Builder& b, int64_t n, Value x) {
+  auto psi = [&](Value v) {
+    return n == 0 ? b.Op1("chlo.digamma", {v}, b.type(v))
+                  : b.Op1("chlo.polygamma", {C(b, static_cast<double>(n), v), v}, b.type(v));
+  };
+  Value neg = ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT);
+  Value arg = ir::Select(b, neg, ir::Binary(b, "stablehlo.subtract", C(b, 1, x), x), x);
+  Value base = psi(arg);
+  std::vector<double> poly{0, 1};  // P_0(c) = c, coefficients of c^k
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<double> d(poly.size() > 1 ? poly.size() - 1 : 1, 0.0);
+    for (size_t i = 1; i < poly.size(); ++i) d[i - 1] = poly[i] * static_cast<double>(i);
+    std::vector<double> next(d.size() + 2, 0.0);
+    for (size_t i = 0; i < d.size(); ++i) {
+      next[i] -= d[i];
+      next[i + 2] -= d[i];
+    }
+    poly = next;
+  }
+  Value frac = ir::Binary(b, "stablehlo.subtract", x, Trunc(b, x));
+  Value pr = Mul(b, C(b, M_PI, x), frac);
+  Value c = ir::Binary(b, "stablehlo.divide", Cos(b, pr), Sin(b, pr));
+  Value pc = C(b, poly.back(), x);
+  for (size_t i = poly.size() - 1; i-- > 0;)
+    pc = ir::Binary(b, "stablehlo.add", Mul(b, pc, c), C(b, poly[i], x));
+  Value refl = ir::Binary(b, "stablehlo.subtract", n % 2 ? Neg(b, base) : base,
+                          Mul(b, C(b, std::pow(M_PI, static_cast<double>(n + 1)), x), pc));
+  return ir::Select(b, neg, refl, base);
+}
+
 // digamma as on CPU: -inf at +0, +inf at -0, NaN at negative integers.
 Value Digamma(Builder& b, Value x) {
-  Value r = b.Op1("chlo.digamma", {x}, b.type(x));
+  Value r = PolygammaReal(b, 0, x);
   Value zero = ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ);
   Value neg_zero = ir::Compare(
       b, b.Op1("stablehlo.bitcast_convert", {ir::Convert(b, x, DType::F64)},
@@ -524,7 +559,7 @@ constexpr lazy::Lowering kEluGrad{"aten::elu_backward", &LowerGrad<EluGrad>};
 Value Polygamma(Builder& b, Value x, const lazy::Attrs& a) {
   const int64_t n = static_cast<int64_t>(a.floats[0]);
   if (n == 0) return Digamma(b, x);
-  return b.Op1("chlo.polygamma", {C(b, static_cast<double>(n), x), x}, b.type(x));
+  return PolygammaReal(b, n, x);
 }
 // floats = (decimals): CPU's nearbyint(x * 10^d) / 10^d, or for d < 0
 // nearbyint(x / 10^-d) * 10^-d.

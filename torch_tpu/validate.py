@@ -32,6 +32,30 @@ on tpu, whose losses must match a CPU ``Trainer`` run.
 The report prints one row per family and mode, "pass" or "FAIL: <stage>:
 <first error line>", and last ``models: P/N pass`` (skipped rows are not
 counted). The exit status is 0 when every row that ran passed.
+``--cpu-fallback`` runs ops that tpu lacks on the CPU, so that a row names
+every op its family needs (and shows whether the rest matches).
+
+How Trainer finds tpu (transformers 5.24, accelerate 1.15):
+
+* ``TrainingArguments._setup_devices`` (no distributed launch, ``use_cpu``
+  False) asks ``is_torch_tpu_available()``, which is true when
+  ``torch.accelerator.current_accelerator().type == "tpu"``: torch_tpu's
+  PrivateUse1 device qualifies, so ``TrainingArguments().device`` is
+  ``tpu:0`` and Trainer moves the model there, with no patching.
+* accelerate's ``PartialState().default_device`` knows no "tpu" (it checks
+  mps/mlu/sdaa/musa/npu/hpu/cuda/xpu/neuron, then says "cpu"), so the
+  DataLoader that Trainer prepares through accelerate puts batches on the CPU
+  and the first forward fails ("expected all tensors to be on the same
+  device, tpu:0 and cpu"). accelerate's own override
+  ``ACCELERATE_TORCH_DEVICE=tpu`` fixes that (``TRAINER_ENV``); without it,
+  accelerate's ``default_device`` would have to fall back to
+  ``torch.accelerator.current_accelerator()``.
+* Trainer's default optimizer is ``adamw_torch_fused``
+  (``torch.optim.AdamW(fused=True)``, i.e. ``aten::_fused_adamw_``).
+* Trainer re-ties tied weights after moving the model only for torch_xla
+  (``ParallelMode.TPU``); ``Module.to("tpu")`` unties them (see
+  ``check_tied_weights``), so a model with tied embeddings trains differently
+  from the CPU.
 """
 
 import os

@@ -257,3 +257,85 @@ def test_cpu_model_is_unaffected():
     close(y, x.sin() + x.cos())
     g = torch.compile(lambda x: x * 3 - 1, backend="aot_eager")
     close(g(x), x * 3 - 1)
+
+
+# ------------------------------------------------------- bounded dynamism --
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=64, d=32, seq=48):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(seq, d)
+        self.ln = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        q, k, v = self.qkv(self.ln(x)).chunk(3, dim=-1)
+        x = x + F.scaled_dot_product_attention(q[:, None], k[:, None], v[:, None], is_causal=True)[:, 0]
+        return self.head(x + self.mlp(x))
+
+
+def test_bounded_dynamism_ten_lengths_one_compile(highest_matmul_precision):
+    from torch_tpu._dynamo import stats
+    m = TinyLM()
+    mt = copy.deepcopy(m).to("tpu")
+
+    def step(model, idx, tgt):
+        logits = model(idx)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt.flatten())
+        loss.backward()
+        return logits, loss
+
+    cstep = torch.compile(step, backend="tpu")
+    before = stats["captures"]
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for s in (5, 11, 48, 2, 30, 17, 8, 41, 23, 36):
+            idx, tgt = torch.randint(0, 64, (1, s)), torch.randint(0, 64, (1, s))
+            it, tt = idx.to("tpu"), tgt.to("tpu")
+            torch_tpu.mark_dynamic(it, 1, 2, 48)
+            torch_tpu.mark_dynamic(tt, 1, 2, 48)
+            logits_t, loss_t = cstep(mt, it, tt)
+            logits, loss = step(m, idx, tgt)
+            assert logits_t.shape == logits.shape
+            close(logits_t, logits.detach(), rtol=1e-4, atol=1e-5)
+            close(loss_t, loss.detach(), rtol=1e-4, atol=1e-5)
+            for p, pt in zip(m.parameters(), mt.parameters()):
+                close(pt.grad, p.grad, rtol=1e-4, atol=1e-5)
+            m.zero_grad()
+            mt.zero_grad()
+    assert not [w for w in caught if "once per size" in str(w.message)]
+    assert stats["captures"] - before == 2  # the forward and the backward graph, once each
+
+
+def test_bounded_dynamism_size_out_of_range_raises():
+    f = torch.compile(lambda x: x.sum(1), backend="tpu")
+    x = torch.randn(1, 6, device="tpu")
+    torch_tpu.mark_dynamic(x, 1, 2, 8)
+    f(x)
+    y = torch.randn(1, 10, device="tpu")
+    torch._dynamo.mark_dynamic(y, 1)  # Dynamo's own marking: the graph may accept it ...
+    with pytest.raises(ValueError, match="outside"):
+        torch_tpu.mark_dynamic(y, 1, 2, 8)  # ... but tpu's bounds name the problem
+    with pytest.raises(ValueError, match="lower <= upper"):
+        torch_tpu.mark_dynamic(x, 1, 9, 3)
+
+
+def test_bounded_dynamism_falls_back_where_xla_cannot_follow(highest_matmul_precision):
+    # Batch 2: the linear layers merge the padded dimension with the batch
+    # and split it again, which XLA's dynamic padder cannot follow. The
+    # first padded call is checked, warns, and the graph compiles per size.
+    lin = nn.Linear(8, 4)
+    lin_t = copy.deepcopy(lin).to("tpu")
+    f = torch.compile(lambda x: lin_t(x).relu(), backend="tpu")
+    with pytest.warns(UserWarning, match="compiled once per size"):
+        for s in (3, 6, 9):
+            x = torch.randn(2, s, 8)
+            xt = x.to("tpu")
+            torch_tpu.mark_dynamic(xt, 1, 2, 16)
+            close(f(xt), lin(x).relu().detach())

@@ -18,6 +18,7 @@ point, so importing torch_tpu does not import Dynamo.
 """
 
 import functools
+import warnings
 
 import torch
 
@@ -27,6 +28,10 @@ from ._modes import EagerMode, eager_mode, get_eager_mode
 # Different input signatures one graph keeps programs for before it stops
 # capturing new ones (Dynamo's own guards recompile first in most cases).
 _MAX_VARIANTS = 16
+
+# Graphs captured as programs (each is one compile, or one load from the
+# persistent cache).
+stats = {"captures": 0}
 
 
 @functools.cache
@@ -42,6 +47,187 @@ def _decompositions():
     return table
 
 
+def mark_dynamic(t: torch.Tensor, dim: int, lower: int, upper: int) -> None:
+    """Bounded dynamism for ``torch.compile(backend="tpu")``: dimension
+    ``dim`` of ``t`` may take any size in ``[lower, upper]`` without a
+    recompile. The graph is compiled once at ``upper``; each call pads its
+    inputs to that size and passes the real size to the program as a
+    run-time value (``stablehlo.set_dimension_size``), so XLA masks the
+    padding in reductions, matmuls and softmax; results are sliced back to
+    the real size. A size outside the range raises ``ValueError``."""
+    if not 0 <= lower <= upper:
+        raise ValueError(f"mark_dynamic: expected 0 <= lower <= upper, got [{lower}, {upper}]")
+    if not lower <= t.size(dim) <= upper:
+        raise ValueError(f"mark_dynamic: dimension {dim} has size {t.size(dim)}, outside "
+                         f"[{lower}, {upper}]")
+    torch._dynamo.mark_dynamic(t, dim, min=lower, max=upper)
+
+
+class _DynamicSpec:
+    """Which graph inputs carry bounded dynamic sizes, and how the outputs'
+    sizes follow from them (from the graph's symbolic shapes)."""
+
+    def __init__(self, syms, bounds, int_args, dims, out_exprs):
+        self.syms = syms            # sympy symbols, one per run-time size
+        self.bounds = bounds        # (lower, upper) per symbol
+        self.int_args = int_args    # (input, symbol index): SymInt inputs
+        self.dims = dims            # (input, dim, symbol index): tensor dims
+        self.out_exprs = out_exprs  # per output: None, sympy expr, or per-dim exprs
+
+    @staticmethod
+    def build(gm, example_inputs):
+        import sympy
+        from torch.utils._sympy.numbers import int_oo
+
+        fake_mode = torch._guards.detect_fake_mode(example_inputs)
+        env = getattr(fake_mode, "shape_env", None)
+        if env is None:
+            return None
+        syms, bounds, int_args, dims = [], [], [], []
+
+        def index_of(expr):
+            """The symbol's index if expr is a bounded symbol; None if it is
+            not symbolic; raises LookupError for anything else."""
+            if not isinstance(expr, sympy.Expr) or expr.is_number:
+                return None
+            if not isinstance(expr, sympy.Symbol):
+                raise LookupError
+            vr = env.var_to_range.get(expr)
+            if vr is None or vr.upper == int_oo:
+                raise LookupError
+            if expr not in syms:
+                syms.append(expr)
+                bounds.append((int(vr.lower), int(vr.upper)))
+            return syms.index(expr)
+
+        try:
+            for i, a in enumerate(example_inputs):
+                if isinstance(a, torch.SymInt):
+                    k = index_of(a.node.expr)
+                    if k is not None:
+                        int_args.append((i, k))
+                elif isinstance(a, torch.Tensor):
+                    for d, size in enumerate(a.shape):
+                        if isinstance(size, torch.SymInt):
+                            k = index_of(size.node.expr)
+                            if k is not None:
+                                dims.append((i, d, k))
+        except LookupError:
+            return None  # unbounded or derived sizes: one program per size
+        if not syms:
+            return None
+        for n in gm.graph.nodes:
+            if n.op != "call_function":
+                continue
+            name = getattr(n.target, "__name__", str(n.target))
+            # Graphs that write their inputs or draw random numbers are not
+            # run twice by the check in _CompiledGraph; they compile per size.
+            if name.split(".")[0].endswith("_") or name.split(".")[0] in _RANDOM_OPS:
+                return None
+        out_exprs = []
+        out_node = next(n for n in gm.graph.nodes if n.op == "output")
+        for n in out_node.args[0]:
+            val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+            if isinstance(val, torch.SymInt):
+                out_exprs.append(val.node.expr)
+            elif isinstance(val, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in val.shape):
+                out_exprs.append([s.node.expr if isinstance(s, torch.SymInt) else None
+                                  for s in val.shape])
+            else:
+                out_exprs.append(None)
+        return _DynamicSpec(syms, bounds, int_args, dims, out_exprs)
+
+    def sizes(self, args):
+        values = [None] * len(self.syms)
+        where = [None] * len(self.syms)
+        for i, k in self.int_args:
+            values[k], where[k] = int(args[i]), f"size argument {i}"
+        for i, d, k in self.dims:
+            v = args[i].size(d)
+            if values[k] is not None and values[k] != v:
+                raise ValueError(f"tpu: dimension {d} of graph input {i} has size {v}, but "
+                                 f"{where[k]} gives {values[k]} for the same dynamic size")
+            values[k], where[k] = v, f"dimension {d} of graph input {i}"
+        for k, v in enumerate(values):
+            lo, hi = self.bounds[k]
+            if not lo <= v <= hi:
+                raise ValueError(
+                    f"tpu: {where[k]} has size {v}, outside the bounds [{lo}, {hi}] given to "
+                    "torch_tpu.mark_dynamic; mark it with wider bounds")
+        return values
+
+    def pad_inputs(self, args):
+        padded = list(args)
+        for i, k in self.int_args:
+            padded[i] = self.bounds[k][1]
+        targets = {}
+        for i, d, k in self.dims:
+            targets.setdefault(i, list(args[i].shape))[d] = self.bounds[k][1]
+        for i, shape in targets.items():
+            padded[i] = _pad_to(args[i], shape)
+        return padded
+
+    def slice_outputs(self, outs, values):
+        subs = dict(zip(self.syms, values))
+        result = list(outs)
+        for n, expr in enumerate(self.out_exprs):
+            if expr is None or result[n] is None:
+                continue
+            if isinstance(expr, list):
+                t = result[n]
+                for d, e in enumerate(expr):
+                    if e is not None:
+                        real = int(e.xreplace(subs))
+                        if real != t.size(d):
+                            t = t.narrow(d, 0, real)
+                result[n] = t
+            else:
+                result[n] = int(expr.xreplace(subs))
+        return result
+
+
+_RANDOM_OPS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli",
+               "native_dropout", "normal", "uniform", "multinomial", "randperm", "rrelu_with_noise"}
+
+
+def _outputs_match(got, ref) -> bool:
+    if len(got) != len(ref):
+        return False
+    for g, r in zip(got, ref):
+        if isinstance(r, torch.Tensor):
+            if not isinstance(g, torch.Tensor) or g.shape != r.shape or g.dtype != r.dtype:
+                return False
+            g, r = g.cpu(), r.cpu()
+            if r.is_floating_point() or r.is_complex():
+                scale = max(1.0, r.abs().nan_to_num(0, 0, 0).max().item()) if r.numel() else 1.0
+                if not torch.allclose(g, r, rtol=1e-3, atol=1e-4 * scale, equal_nan=True):
+                    return False
+            elif not torch.equal(g, r):
+                return False
+        elif g != r:
+            return False
+    return True
+
+
+def _pad_to(t: torch.Tensor, shape) -> torch.Tensor:
+    """t grown to `shape` (the upper bounds) as a whole contiguous tensor.
+    A result of an earlier dynamic program already lies in such a storage
+    (it is a slice of it): that storage is used as it is. Other tensors are
+    padded through the host, which compiles nothing."""
+    shape = list(shape)
+    if t.device.type == "tpu" and t.storage_offset() == 0:
+        strides, expected = [], 1
+        for s in reversed(shape):
+            strides.insert(0, expected)
+            expected *= s
+        if (list(t.stride()) == strides and
+                t.untyped_storage().nbytes() == expected * t.element_size()):
+            return t.as_strided(shape, strides, 0)
+    host = torch.zeros(shape, dtype=t.dtype)
+    host[tuple(slice(0, s) for s in t.shape)] = t.cpu()
+    return host.to(t.device)
+
+
 def _has_tpu_tensor(args) -> bool:
     return any(isinstance(a, torch.Tensor) and a.device.type == "tpu" for a in args)
 
@@ -49,7 +235,7 @@ def _has_tpu_tensor(args) -> bool:
 class _CompiledGraph:
     """One AOTAutograd graph: captured programs keyed by input signature."""
 
-    def __init__(self, gm: torch.fx.GraphModule, kind: str):
+    def __init__(self, gm: torch.fx.GraphModule, kind: str, dynamic: "_DynamicSpec" = None):
         # AOTAutograd passes the arguments as one list. (An instance
         # attribute, so that Dynamo's wrappers of the backward copy it.)
         self._boxed_call = True
@@ -57,6 +243,8 @@ class _CompiledGraph:
         self.kind = kind
         self.variants = []
         self.eager_only = False
+        self.dynamic = dynamic
+        self.dynamic_checked = False
 
     def __call__(self, *call_args):
         # Boxed (one list, which we may empty to free inputs early) or not.
@@ -64,14 +252,45 @@ class _CompiledGraph:
             args = call_args[0]
         else:
             args = list(call_args)
+        if self.dynamic is not None and _has_tpu_tensor(args):
+            spec = self.dynamic
+            values = spec.sizes(args)
+            outs = spec.slice_outputs(self._call(spec.pad_inputs(args), values), values)
+            if not self.dynamic_checked and any(v < hi for v, (_, hi) in zip(values, spec.bounds)):
+                # XLA's dynamic padder cannot follow every program (a reshape
+                # that splits a padded dimension after other ops, for one):
+                # the first padded call is checked against this graph run at
+                # its real sizes, and a mismatch turns bounded dynamism off.
+                ref = self._run_eager(list(args))
+                if not _outputs_match(outs, ref):
+                    warnings.warn(
+                        "torch_tpu.mark_dynamic: this graph's results at a padded size differ "
+                        "from its results at the real size (XLA's dynamic padder cannot follow "
+                        "it, e.g. a dynamic dimension merged with a leading batch dimension and "
+                        "split again); it is compiled once per size instead.", stacklevel=2)
+                    self.dynamic = None
+                    self.variants = []
+                    outs = ref
+                else:
+                    self.dynamic_checked = True
+            args.clear()
+            return outs
+        outs = self._call(args)
+        args.clear()
+        return outs
+
+    def _call(self, args, sizes=()):
         for v in self.variants:
-            out = v.run(args)
+            out = v.run(args, list(sizes))
             if out is not None:
-                args.clear()
                 return out
         if self.eager_only or len(self.variants) >= _MAX_VARIANTS or not _has_tpu_tensor(args):
+            if sizes:
+                raise RuntimeError("tpu: a graph with bounded dynamic sizes could not be "
+                                   "captured as one program")
             return self._run_eager(args)
-        capture = _C._CapturedGraph(args)
+        dims = [(i, d, k) for i, d, k in self.dynamic.dims] if sizes else []
+        capture = _C._CapturedGraph(args, dims, list(sizes))
         try:
             outs = self.gm(*args)
         except BaseException:
@@ -79,9 +298,9 @@ class _CompiledGraph:
             raise
         if capture.finish(args, outs):
             self.variants.append(capture)
+            stats["captures"] += 1
         else:
             self.eager_only = True
-        args.clear()
         return outs
 
     def _run_eager(self, args):
@@ -89,14 +308,12 @@ class _CompiledGraph:
         if mode == EagerMode.DEFER_NEVER:
             mode = EagerMode.DEFER_AND_FUSE
         with eager_mode(mode):
-            outs = self.gm(*args)
-        args.clear()
-        return outs
+            return self.gm(*args)
 
 
 def _compiler(kind):
     def compile_graph(gm: torch.fx.GraphModule, example_inputs):
-        return _CompiledGraph(gm, kind)
+        return _CompiledGraph(gm, kind, _DynamicSpec.build(gm, example_inputs))
 
     return compile_graph
 

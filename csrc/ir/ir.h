@@ -71,6 +71,12 @@ class Builder {
   }
   const TensorType& type(Value v) const;
   size_t num_params() const { return params_.size(); }
+  // A program with bounded dynamic sizes (stablehlo.set_dimension_size on
+  // some parameters): types stay static at the bounds and XLA's dynamic
+  // padder masks the padding; lowerings that need an element count take
+  // it from the data (CountOver) instead of the static type.
+  void set_dynamic(bool d) { dynamic_ = d; }
+  bool dynamic() const { return dynamic_; }
 
   // Prints the module with @main returning `results`. Module attributes are
   // set for one replica, one partition unless given.
@@ -78,6 +84,7 @@ class Builder {
                     int num_partitions = 1) const;
 
  private:
+  bool dynamic_ = false;
   struct OpRec;
   struct Block {
     std::vector<Value> args;

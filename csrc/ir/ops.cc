@@ -1,5 +1,7 @@
 #include "ir/ops.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -581,6 +583,28 @@ Value TakeAlong(Builder& b, Value x, int64_t dim, Value idx) {
   TensorType out = t;
   out.dims[dim] = m;
   return Gather(b, x, Reshape(b, idx, {m, 1}), gd, slice, out);
+}
+
+Value CountOver(Builder& b, Value x, const Dims& dims) {
+  const TensorType t = b.type(x);
+  if (!b.dynamic()) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= t.dims[d];
+    Dims kept;
+    for (int64_t i = 0; i < t.rank(); ++i)
+      if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(t.dims[i]);
+    return Full(b, ConstantF(b, static_cast<double>(n), t.dtype), kept);
+  }
+  // Ones derived from x carry x's dynamic sizes; the padder masks the sum.
+  Value ones = Convert(b, Compare(b, x, x, Cmp::EQ), t.dtype);
+  return Reduce(b, ones, ConstantI(b, 0, t.dtype), dims, "stablehlo.add");
+}
+
+Value MakeStatic(Builder& b, Value x) {
+  const TensorType t = b.type(x);
+  for (int64_t d = 0; d < t.rank(); ++d)
+    if (t.dims[d] > 1) x = TakeAlong(b, x, d, Iota(b, {t.dims[d]}, 0, DType::S32));
+  return x;
 }
 
 Value ScatterAddAlong(Builder& b, Value g, int64_t dim, Value idx, int64_t size) {

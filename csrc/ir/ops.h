@@ -120,6 +120,15 @@ std::vector<Value> ReduceWindow(Builder& b, const std::vector<Value>& xs,
 // so that they round-trip).
 Value ConstantVectorI(Builder& b, const std::vector<int64_t>& v, DType t);
 Value ConstantVectorF(Builder& b, const std::vector<double>& v, DType t);
+// The element count of x over `dims`, shaped like Reduce(x, dims), in x's
+// (float) dtype: a constant, or in a dynamic program (Builder::dynamic)
+// counted from x itself, so that XLA's dynamic padder supplies the run-time
+// sizes. (NaN elements are not counted; the sum they divide is NaN anyway.)
+Value CountOver(Builder& b, Value x, const Dims& dims);
+// x with static dimensions: a dynamic program's results must not carry
+// dynamic sizes (PJRT would return bounded buffers), so each dimension is
+// re-gathered by its iota; the padding holds unspecified values.
+Value MakeStatic(Builder& b, Value x);
 // x's slices at positions idx (1-d integer) along `dim`: the result has
 // idx's length at `dim`.
 Value TakeAlong(Builder& b, Value x, int64_t dim, Value idx);

@@ -1,5 +1,6 @@
 #include "lazy/executor.h"
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -458,6 +459,20 @@ void Executor::FlushLocked(Captured* capture) {
     k.Int(r);
     k.Int(o);
   }
+  // Bounded dynamism (capture only): (parameter, dim, size) triples.
+  std::vector<std::array<int, 3>> dyn;
+  if (capture) {
+    for (const auto& d : capture->dynamic)
+      for (size_t i = 0; i < params.size(); ++i)
+        if (params[i] == d.node.get()) dyn.push_back({static_cast<int>(i), d.dim, d.size});
+    if (!capture->dynamic.empty()) {
+      k.Str("dynamic");
+      k.Int(static_cast<int64_t>(capture->sizes.size()));
+      for (const auto& t : dyn)
+        for (int v : t) k.Int(v);
+    }
+  }
+  const size_t num_sizes = capture && !capture->dynamic.empty() ? capture->sizes.size() : 0;
   std::string name = batch.size() == 1 ? std::string(batch[0]->op.name)
                                         : "fused(" + std::to_string(batch.size()) + " ops, " +
                                               batch[0]->op.name + "...)";
@@ -468,10 +483,16 @@ void Executor::FlushLocked(Captured* capture) {
 
   auto print = [&]() {
     ir::Builder b;
-    std::vector<ir::Value> pvals, offset_vals;
+    std::vector<ir::Value> pvals, offset_vals, size_vals;
     for (const BufferNode* p : params) pvals.push_back(b.Param(p->type()));
     for (size_t i = 0; i < offsets.size(); ++i)
       offset_vals.push_back(b.Param(ir::TensorType{ir::DType::S64, {}}));
+    for (size_t i = 0; i < num_sizes; ++i)
+      size_vals.push_back(b.Param(ir::TensorType{ir::DType::S32, {}}));
+    b.set_dynamic(num_sizes > 0);
+    for (const auto& [pi, dim, si] : dyn)
+      pvals[pi] = b.Op1("stablehlo.set_dimension_size", {pvals[pi], size_vals[si]},
+                        b.type(pvals[pi]), {{"dimension", std::to_string(dim) + " : i64"}});
     std::vector<std::vector<ir::Value>> vals(batch.size());
     auto value_of = [&](const Ref& ref) { return ref.param >= 0 ? pvals[ref.param] : vals[ref.rec][ref.out]; };
     for (size_t r = 0; r < batch.size(); ++r) {
@@ -510,7 +531,8 @@ void Executor::FlushLocked(Captured* capture) {
       }
     }
     std::vector<ir::Value> results;
-    for (const auto& [r, o] : live_at) results.push_back(vals[r][o]);
+    for (const auto& [r, o] : live_at)
+      results.push_back(num_sizes ? ir::MakeStatic(b, vals[r][o]) : vals[r][o]);
     return b.Print(results);
   };
 
@@ -527,6 +549,10 @@ void Executor::FlushLocked(Captured* capture) {
   std::vector<NodePtr> offset_nodes;  // keep the scalars alive over the call
   for (int64_t off : offsets) {
     offset_nodes.push_back(Scalar(&off, ir::DType::S64));
+    args.push_back(offset_nodes.back()->buffer()->raw());
+  }
+  for (size_t i = 0; i < num_sizes; ++i) {
+    offset_nodes.push_back(Scalar(&capture->sizes[i], ir::DType::S32));
     args.push_back(offset_nodes.back()->buffer()->raw());
   }
   std::unique_ptr<pjrt::Event> done;
@@ -552,6 +578,7 @@ void Executor::FlushLocked(Captured* capture) {
     capture->name = name;
     capture->args = std::move(param_nodes);
     capture->args.insert(capture->args.end(), offset_nodes.begin(), offset_nodes.end());
+    capture->size_args = static_cast<int>(capture->args.size() - num_sizes);
     capture->results = std::move(live);
     capture->rng.clear();
     for (auto& [weak, refresh] : rng_nodes_) {

@@ -45,6 +45,19 @@ struct Captured {
   // Arguments that hold RNG state: at each replay, `refresh` writes the
   // state (two u64 words) for that run.
   std::vector<std::pair<int, std::function<void(uint64_t*)>>> rng;
+
+  // Set before EndCapture for bounded dynamism: inputs whose dimension
+  // `dim` holds only `sizes[size]` valid entries of its (upper-bound)
+  // length. The program takes the sizes as its last arguments (s32
+  // scalars, from `size_args` on) and marks the dimensions with
+  // stablehlo.set_dimension_size; XLA's dynamic padder masks the padding.
+  struct DynamicDim {
+    NodePtr node;
+    int dim = 0, size = 0;
+  };
+  std::vector<DynamicDim> dynamic;
+  std::vector<int32_t> sizes;
+  int size_args = -1;
 };
 
 struct CacheStats {

@@ -11,7 +11,9 @@
 #include <c10/core/TensorImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
+#include <pybind11/stl.h>
 
+#include <array>
 #include <cstring>
 #include <unordered_map>
 
@@ -112,7 +114,11 @@ struct View {
 class CapturedGraph {
  public:
   // Starts recording: from here on the executor launches nothing.
-  explicit CapturedGraph(const py::list& args) : sig_(Signature::Of(args)) {
+  // `dynamic`: (input, dim, size index) triples of bounded dynamic sizes;
+  // `sizes`: their values in this call (see lazy::Captured::dynamic).
+  CapturedGraph(const py::list& args, const std::vector<std::array<int, 3>>& dynamic,
+                const std::vector<int32_t>& sizes)
+      : sig_(Signature::Of(args)) {
     for (size_t i = 0; i < args.size(); ++i) {
       lazy::StorageSlot* slot = nullptr;
       lazy::NodePtr node;
@@ -123,6 +129,31 @@ class CapturedGraph {
       in_slots_.push_back(slot);
       in_nodes_.push_back(node);
     }
+    for (const auto& [i, dim, k] : dynamic) {
+      TORCH_CHECK(i >= 0 && i < static_cast<int>(args.size()) && k >= 0 &&
+                      k < static_cast<int>(sizes.size()),
+                  "tpu: bad dynamic-size specification");
+      const at::Tensor& t = THPVariable_Unpack(args[i].ptr());
+      lazy::NodePtr& node = in_nodes_[i];
+      // The dimension must be the parameter's own: the tensor must cover its
+      // storage, contiguously.
+      TORCH_CHECK(node && t.is_contiguous() && t.storage_offset() == 0 &&
+                      static_cast<size_t>(t.nbytes()) == node->nbytes() && dim >= 0 &&
+                      dim < t.dim(),
+                  "tpu: input ", i, " of a graph with dynamic sizes must be a whole contiguous "
+                  "tensor");
+      const ir::TensorType type{ToIr(t.scalar_type()), t.sizes().vec()};
+      if (node->type() != type) {
+        // The same bytes as a node of the tensor's own shape.
+        lazy::Executor::Get().Materialize(node);
+        lazy::NodePtr same = std::make_shared<lazy::BufferNode>(type, node->buffer(), node->origin());
+        for (size_t j = 0; j < in_slots_.size(); ++j)
+          if (in_slots_[j] == in_slots_[i]) in_nodes_[j] = same;
+        in_slots_[i]->node = same;
+      }
+      cap_.dynamic.push_back({node, dim, k});
+    }
+    cap_.sizes = sizes;
     lazy::Executor::Get().BeginCapture();
     active_ = true;
   }
@@ -160,6 +191,8 @@ class CapturedGraph {
           break;
         }
     for (const auto& [j, refresh] : cap_.rng) arg_src_[j] = -2;
+    if (!cap_.dynamic.empty())
+      for (size_t j = cap_.size_args; j < cap_.args.size(); ++j) arg_src_[j] = -3;
 
     // Inputs the graph wrote to (copy_ into a parameter, running stats).
     for (size_t i = 0; i < in_slots_.size(); ++i) {
@@ -231,8 +264,10 @@ class CapturedGraph {
 
   // Launches the program for `args`, or returns None if they do not match
   // the captured signature.
-  py::object Run(const py::list& args) {
+  py::object Run(const py::list& args, const std::vector<int32_t>& sizes) {
     TORCH_CHECK(replayable_, "tpu: this graph was not captured");
+    TORCH_CHECK(sizes.size() == cap_.sizes.size(), "tpu: expected ", cap_.sizes.size(),
+                " dynamic sizes, got ", sizes.size());
     Signature s = Signature::Of(args);
     if (!s.capturable || s.words != sig_.words) return py::none();
     std::vector<at::Tensor> tensors(args.size());
@@ -247,6 +282,8 @@ class CapturedGraph {
         const int src = arg_src_[j];
         if (src >= 0) {
           prog_args[j] = SlotOf(tensors[src])->node;
+        } else if (src == -3) {
+          prog_args[j] = ex.Scalar(&sizes[j - cap_.size_args], ir::DType::S32);
         } else if (src == -2) {
           for (const auto& [idx, refresh] : cap_.rng)
             if (idx == static_cast<int>(j)) {
@@ -317,7 +354,8 @@ class CapturedGraph {
   std::vector<lazy::StorageSlot*> in_slots_;
   std::vector<lazy::NodePtr> in_nodes_;
   lazy::Captured cap_;
-  std::vector<int> arg_src_;  // per program argument: input index, -1 constant, -2 RNG
+  // Per program argument: input index, -1 constant, -2 RNG state, -3 size.
+  std::vector<int> arg_src_;
   std::vector<std::pair<int, int>> mutated_;  // (input, result)
   std::vector<Out> outs_;
   int num_groups_ = 0;
@@ -327,10 +365,13 @@ class CapturedGraph {
 
 void RegisterCompiled(py::module& m) {
   py::class_<CapturedGraph>(m, "_CapturedGraph")
-      .def(py::init<const py::list&>())
+      .def(py::init<const py::list&, const std::vector<std::array<int, 3>>&,
+                    const std::vector<int32_t>&>(),
+           py::arg("args"), py::arg("dynamic") = std::vector<std::array<int, 3>>{},
+           py::arg("sizes") = std::vector<int32_t>{})
       .def("finish", &CapturedGraph::Finish)
       .def("abort", &CapturedGraph::Abort)
-      .def("run", &CapturedGraph::Run)
+      .def("run", &CapturedGraph::Run, py::arg("args"), py::arg("sizes") = std::vector<int32_t>{})
       .def_property_readonly("name", &CapturedGraph::name)
       .def_property_readonly("num_args", &CapturedGraph::num_args)
       .def_property_readonly("num_results", &CapturedGraph::num_results);

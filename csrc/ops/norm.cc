@@ -40,10 +40,13 @@ Value SumOver(Builder& b, Value x, const ir::Dims& dims, bool keep) {
 }
 Value MeanOver(Builder& b, Value x, const ir::Dims& dims, bool keep) {
   const ir::TensorType t = b.type(x);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= t.dims[d];
-  Value s = SumOver(b, x, dims, keep);
-  return ir::Binary(b, "stablehlo.divide", s, Scal(b, static_cast<double>(n), s));
+  Value s = SumOver(b, x, dims, false);
+  s = ir::Binary(b, "stablehlo.divide", s, ir::CountOver(b, x, dims));
+  if (!keep) return s;
+  ir::Dims kept;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(i);
+  return ir::BroadcastInDim(b, s, t.dims, kept);
 }
 
 // Row statistics of x [M, D]: mean and 1/sqrt(biased var + eps), each [M].
@@ -182,14 +185,11 @@ VS LowerVar(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const auto acc = static_cast<DType>(a.ints[1]);
   ir::Dims dims(a.ints.begin() + 2, a.ints.end());
   Value x = ir::Convert(b, in[0], acc);
-  const ir::TensorType xt = b.type(x);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= xt.dims[d];
   Value xc = Sub(b, x, MeanOver(b, x, dims, true));
   Value ss = SumOver(b, Mul(b, xc, xc), dims, false);
   // max(0, N - correction), as CPU; 0 gives inf/nan like a division by 0.
-  Value v = ir::Binary(b, "stablehlo.divide", ss,
-                       Scal(b, std::max(0.0, static_cast<double>(n) - a.floats[0]), ss));
+  Value dof = ir::Binary(b, "stablehlo.subtract", ir::CountOver(b, x, dims), Scal(b, a.floats[0], ss));
+  Value v = ir::Binary(b, "stablehlo.divide", ss, ir::Max(b, dof, Scal(b, 0.0, ss)));
   if (kind == kStd || kind == kStdMean) v = ir::Unary(b, "stablehlo.sqrt", v);
   auto fit = [&](Value r, const ir::TensorType& t) { return ir::Reshape(b, ir::Convert(b, r, t.dtype), t.dims); };
   VS r{fit(v, out[0])};

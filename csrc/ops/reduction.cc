@@ -40,15 +40,8 @@ VS LowerReduce(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
     case kAny: init = ir::ConstantI(b, 0, acc); body = "stablehlo.or"; break;
     case kAll: init = ir::ConstantI(b, 1, acc); body = "stablehlo.and"; break;
   }
-  const ir::TensorType xt = b.type(x);
   Value r = ir::Reduce(b, x, init, dims, body);
-  if (kind == kMean) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= xt.dims[d];
-    const ir::TensorType& rt = b.type(r);
-    r = ir::Binary(b, "stablehlo.divide", r,
-                   ir::Full(b, ir::ConstantF(b, static_cast<double>(n), acc), rt.dims));
-  }
+  if (kind == kMean) r = ir::Binary(b, "stablehlo.divide", r, ir::CountOver(b, x, dims));
   return {ir::Reshape(b, ir::Convert(b, r, out[0].dtype), out[0].dims)};
 }
 constexpr lazy::Lowering kReduce{"aten::reduce", &LowerReduce};

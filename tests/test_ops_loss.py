@@ -1,0 +1,110 @@
+"""Losses and formula activations on tpu against CPU, forward and backward:
+mse / smooth_l1 / huber / binary_cross_entropy (every reduction, weights,
+broadcasting), softplus, mish, hardswish, hardsigmoid, glu, xlogy (and
+kl_div, which uses it)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def compare_grad(fn, *inputs, grad_of=None, rtol=None, atol=None):
+    """fn(*inputs) and the gradients of the inputs listed in grad_of (all
+    by default), tpu against CPU."""
+    grad_of = range(len(inputs)) if grad_of is None else grad_of
+    cpu = [x.clone().requires_grad_(i in grad_of) for i, x in enumerate(inputs)]
+    tpu = [x.to(TPU).requires_grad_(i in grad_of) for i, x in enumerate(inputs)]
+    out_c, out_t = fn(*cpu), fn(*tpu)
+    assert out_t.dtype == out_c.dtype and out_t.shape == out_c.shape
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
+    g = torch.randn_like(out_c)
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for i in grad_of:
+        assert_close(tpu[i].grad.cpu(), cpu[i].grad, rtol=rtol, atol=atol)
+
+
+REDUCTIONS = ["none", "mean", "sum"]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("loss,kw", [
+    (F.mse_loss, {}), (F.l1_loss, {}),
+    (F.smooth_l1_loss, {"beta": 0.5}), (F.smooth_l1_loss, {"beta": 0.0}),
+    (F.huber_loss, {"delta": 0.7}),
+], ids=["mse", "l1", "smooth_l1", "smooth_l1_beta0", "huber"])
+def test_regression_losses(loss, kw, reduction):
+    x, t = torch.randn(6, 5), torch.randn(6, 5)
+    compare_grad(lambda a, b: loss(a, b, reduction=reduction, **kw), x, t)
+
+
+def test_mse_broadcasting_target_and_bf16():
+    x, t = torch.randn(4, 3), torch.randn(3)
+    with pytest.warns(UserWarning, match="target size"):
+        compare_grad(lambda a, b: F.mse_loss(a, b), x, t, rtol=1e-5, atol=1e-5)
+    xb, tb = torch.randn(8, 8).bfloat16(), torch.randn(8, 8).bfloat16()
+    compare_grad(lambda a, b: F.mse_loss(a, b, reduction="sum"), xb, tb, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy(reduction, weighted):
+    x = torch.rand(5, 7).clamp(0.01, 0.99)
+    t = torch.rand(5, 7)
+    w = torch.rand(5, 7) if weighted else None
+    compare_grad(lambda a, b: F.binary_cross_entropy(a, b, weight=w if w is None else w.to(a.device),
+                                                     reduction=reduction), x, t, grad_of=[0])
+
+
+def test_binary_cross_entropy_log_clamp_and_errors():
+    x = torch.tensor([0.0, 1.0, 0.5])
+    t = torch.tensor([1.0, 0.0, 0.5])
+    assert_close(F.binary_cross_entropy(x.to(TPU), t.to(TPU), reduction="none").cpu(),
+                 F.binary_cross_entropy(x, t, reduction="none"))  # log clamped at -100
+    with pytest.raises(ValueError, match="target size"):
+        F.binary_cross_entropy(torch.rand(3, device=TPU), torch.rand(4, device=TPU))
+
+
+def test_bce_with_logits_and_kl_div():
+    x, p = torch.randn(4, 6), torch.rand(4, 6)
+    pw = torch.rand(6) + 0.5
+    compare_grad(lambda a, b: F.binary_cross_entropy_with_logits(a, b, pos_weight=pw.to(a.device)),
+                 x, p, grad_of=[0])
+    compare_grad(lambda a, b: F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"), x, p)
+    compare_grad(lambda a, b: F.kl_div(a.log_softmax(-1), b.log_softmax(-1), reduction="sum",
+                                       log_target=True), x, p)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: F.softplus(x), lambda x: F.softplus(x * 5, beta=2.0, threshold=4.0),
+    F.mish, F.hardswish, F.hardsigmoid, lambda x: F.glu(x, dim=1), lambda x: F.glu(x, dim=-1),
+], ids=["softplus", "softplus_beta", "mish", "hardswish", "hardsigmoid", "glu1", "glu_last"])
+def test_activations(fn):
+    x = torch.randn(4, 6, 8) * 4  # reaches both sides of every kink
+    compare_grad(fn, x, rtol=1e-5, atol=1e-5)
+
+
+def test_activation_in_place_and_out_forms():
+    x = torch.randn(16) * 4
+    for name in ("hardswish", "hardsigmoid", "mish"):
+        xt = x.to(TPU)
+        getattr(F, name)(xt, inplace=True)
+        assert_close(xt.cpu(), getattr(F, name)(x))
+    out = torch.empty(16, device=TPU)
+    torch._C._nn.softplus(x.to(TPU), 1, 20, out=out)
+    assert_close(out.cpu(), F.softplus(x))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+        F.glu(torch.randn(3, 5, device=TPU))
+
+
+def test_xlogy_special_values():
+    x = torch.tensor([0.0, 0.0, 2.0, 1.5, 0.0, 3.0])
+    y = torch.tensor([0.0, float("nan"), 0.0, 2.0, 5.0, float("inf")])
+    assert_close(torch.xlogy(x.to(TPU), y.to(TPU)).cpu(), torch.xlogy(x, y), equal_nan=True)
+    assert_close(torch.xlogy(x.to(TPU), 2.0).cpu(), torch.xlogy(x, 2.0))
+    xi = torch.tensor([0, 1, 2])
+    assert torch.xlogy(xi.to(TPU), xi.to(TPU)).dtype == torch.xlogy(xi, xi).dtype
+    compare_grad(torch.xlogy, torch.rand(5) + 0.1, torch.rand(5) + 0.1)

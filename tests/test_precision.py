@@ -57,6 +57,29 @@ def test_mm_error_bands(k):
     assert got[Precision.DEFAULT] > 100 * f32  # not plain f32
 
 
+@pytest.mark.parametrize("k", [256, 4096])
+def test_error_bands_under_compile(k):
+    # The same bands for a compiled graph: matmul, linear and conv inside
+    # one captured program follow the mode in force when it is called.
+    torch._dynamo.reset()
+    a, b = torch.randn(32, k), torch.randn(k, 24)
+    x, cw = torch.randn(1, k // 16, 6, 6), torch.randn(3, k // 16, 4, 4)
+    f = torch.compile(lambda a, b, x, w: (a @ b, F.linear(a, b.t()), F.conv2d(x, w)), backend="tpu")
+    for p in Precision:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch_tpu.precision(p):
+                mm, lin, conv = (r.cpu() for r in f(a.to(TPU), b.to(TPU), x.to(TPU), cw.to(TPU)))
+        lo, hi = BANDS[p]
+        for got in (mm, lin):
+            d = delta(got, a, b, k)
+            assert lo <= d <= hi, f"{p.name} at K={k}: delta {d:.3e} not in [{lo:.1e}, {hi:.1e}]"
+        ref = F.conv2d(x.double(), cw.double())
+        err = ((conv.double() - ref).abs().max() / ref.abs().max()).item()
+        assert (1e-5 < err < 2e-2) if p == Precision.DEFAULT else err < 1e-5, (p.name, err)
+    torch._dynamo.reset()
+
+
 def test_bmm_linear_einsum_conv_follow_the_mode():
     a, b = torch.randn(3, 16, 256), torch.randn(3, 256, 8)
     w = torch.randn(8, 256)

@@ -1,0 +1,75 @@
+"""softshrink, hardshrink, threshold, logit, prelu, sinc, frac, erfc and
+nan_to_num on tpu against CPU, forward and backward."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+TPU = torch.device("tpu")
+
+
+def compare_grad(fn, *inputs, rtol=None, atol=None):
+    cpu = [x.clone().requires_grad_() for x in inputs]
+    tpu = [x.to(TPU).requires_grad_() for x in inputs]
+    out_c, out_t = fn(*cpu), fn(*tpu)
+    assert out_t.shape == out_c.shape and out_t.dtype == out_c.dtype
+    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
+    g = torch.randn_like(out_c)
+    out_c.backward(g)
+    out_t.backward(g.to(TPU))
+    for c, t in zip(cpu, tpu):
+        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: F.softshrink(t, 1.0), lambda t: F.softshrink(t), lambda t: F.hardshrink(t, 0.7),
+    lambda t: F.threshold(t, 0.5, -2.0), lambda t: torch.sinc(t), lambda t: torch.frac(t),
+    lambda t: torch.erfc(t / 3), lambda t: F.relu6(t),
+], ids=["softshrink1", "softshrink", "hardshrink", "threshold", "sinc", "frac", "erfc", "relu6"])
+def test_unary_activation(fn):
+    x = torch.randn(6, 7) * 4
+    x[0, 0] = 0.0
+    compare_grad(fn, x, atol=1e-6, rtol=1e-5)
+    compare_grad(fn, x.bfloat16(), atol=1e-2, rtol=1e-2)
+
+
+def test_logit():
+    p = torch.rand(50) * 0.98 + 0.01
+    compare_grad(torch.logit, p, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: torch.logit(t, 0.2), torch.rand(50), atol=1e-5, rtol=1e-5)
+    y = p.to(TPU)
+    y.logit_()
+    assert_close(y.cpu(), torch.logit(p), atol=1e-5, rtol=1e-5)
+    assert_close(torch.logit(torch.tensor([0, 1, 2]).to(TPU)).cpu(),
+                 torch.logit(torch.tensor([0, 1, 2])), equal_nan=True)
+
+
+def test_prelu_and_inplace_forms():
+    compare_grad(F.prelu, torch.randn(2, 3, 4, 5), torch.rand(3), atol=1e-6, rtol=1e-5)
+    compare_grad(F.prelu, torch.randn(2, 3), torch.rand(1), atol=1e-6, rtol=1e-5)
+    compare_grad(F.prelu, torch.randn(3, 4, 2), torch.rand(4), atol=1e-6, rtol=1e-5)
+    x = torch.randn(10)
+    y = x.to(TPU)
+    F.threshold_(y, 0.1, 5.0)
+    assert_close(y.cpu(), F.threshold(x, 0.1, 5.0))
+    out = torch.empty(10, device=TPU)
+    torch.sinc(x.to(TPU), out=out)
+    assert_close(out.cpu(), torch.sinc(x))
+    assert torch.equal(F.threshold(torch.arange(5).to(TPU), 2, 9).cpu(),
+                       F.threshold(torch.arange(5), 2, 9))
+    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+        F.softshrink(x.to(TPU), -1.0)
+
+
+def test_nan_to_num():
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.5, -2.0])
+    for args in [(), (0.5,), (0.0, 7.0, -7.0)]:
+        assert_close(torch.nan_to_num(x.to(TPU), *args).cpu(), torch.nan_to_num(x, *args))
+    xb = x.bfloat16()
+    assert_close(torch.nan_to_num(xb.to(TPU)).cpu(), torch.nan_to_num(xb))
+    y = x.to(TPU)
+    y.nan_to_num_(1.0)
+    assert_close(y.cpu(), torch.nan_to_num(x, 1.0))
+    i = torch.tensor([1, 2, 3])
+    assert torch.equal(torch.nan_to_num(i.to(TPU)).cpu(), i)

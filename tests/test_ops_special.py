@@ -155,3 +155,68 @@ def test_nll_loss2d_errors():
         torch.ops.aten.nll_loss2d_forward(torch.randn(2, 3, 4, 4, device=TPU),
                                           torch.zeros(2, 4, dtype=torch.long, device=TPU),
                                           None, 1, -100)
+
+
+# ------------------------------------------ scans, order statistics, misc --
+
+def test_logcumsumexp_cummax_cummin():
+    x = torch.randn(5, 7) * 3
+    compare_grad(lambda t: torch.logcumsumexp(t, 1), x, atol=1e-5, rtol=1e-5)
+    compare_grad(lambda t: torch.logcumsumexp(t, 0), x, atol=1e-5, rtol=1e-5)
+    xi = torch.randint(0, 4, (5, 7)).float()  # ties: the last index, as on CPU
+    xi[2, 3] = float("nan")
+    for fn in [torch.cummax, torch.cummin]:
+        for dim in [0, 1]:
+            ev, ei = fn(xi, dim)
+            av, ai = fn(xi.to(TPU), dim)
+            assert_close(av.cpu(), ev, equal_nan=True)
+            assert torch.equal(ai.cpu(), ei)
+    compare_grad(lambda t: torch.cummax(t, 1).values, torch.randn(4, 6))
+    ii = torch.randint(0, 9, (3, 8))
+    assert torch.equal(torch.cummin(ii.to(TPU), 1).values.cpu(), torch.cummin(ii, 1).values)
+
+
+def test_median_kthvalue():
+    x = torch.randn(6, 9)
+    for k in [1, 4, 9]:
+        ev, ei = torch.kthvalue(x, k, 1)
+        av, ai = torch.kthvalue(x.to(TPU), k, 1)
+        assert_close(av.cpu(), ev)
+        assert torch.equal(ai.cpu(), ei)
+    compare_grad(lambda t: torch.kthvalue(t, 2, 0, keepdim=True).values, x)
+    compare_grad(lambda t: torch.median(t, 1).values, x)
+    compare_grad(torch.median, x)
+    xn = x.clone()
+    xn[2, 3] = float("nan")
+    ev, ei = torch.median(xn, 1)
+    av, ai = torch.median(xn.to(TPU), 1)
+    assert_close(av.cpu(), ev, equal_nan=True)
+    assert torch.equal(ai.cpu(), ei)
+    assert torch.median(xn.to(TPU)).isnan().item()
+    xi = torch.randint(0, 20, (4, 5))
+    assert torch.equal(torch.median(xi.to(TPU), 1).values.cpu(), torch.median(xi, 1).values)
+    with pytest.raises(RuntimeError, match="out of range"):
+        torch.kthvalue(x.to(TPU), 10, 1)
+
+
+def test_trace_eye_and_binary_functions():
+    x = torch.randn(5, 7)
+    compare_grad(torch.trace, x, atol=1e-5, rtol=1e-5)
+    assert torch.trace(torch.arange(9).reshape(3, 3).to(TPU)).item() == 12
+    for args in [(3,), (3, 5), (0,)]:
+        assert torch.equal(torch.eye(*args, device=TPU).cpu(), torch.eye(*args))
+    assert torch.equal(torch.eye(4, dtype=torch.long, device=TPU).cpu(), torch.eye(4, dtype=torch.long))
+    a, b = torch.randn(4, 5) * 3, torch.randn(5) * 3
+    compare_grad(torch.hypot, a, b, atol=1e-5, rtol=1e-5)
+    compare_grad(torch.copysign, a, b, atol=1e-6, rtol=1e-6)
+    assert_close(torch.copysign(a.to(TPU), -1.0).cpu(), torch.copysign(a, -1.0))
+    nan = float("nan")
+    p = torch.tensor([nan, 1.0, nan, -2.0])
+    q = torch.tensor([3.0, nan, nan, 5.0])
+    for fn in [torch.fmax, torch.fmin]:
+        assert_close(fn(p.to(TPU), q.to(TPU)).cpu(), fn(p, q), equal_nan=True)
+        compare_grad(fn, a, b)
+    inf = float("inf")
+    h = torch.tensor([inf, 3.0, 0.0, 1e30])
+    assert_close(torch.hypot(h.to(TPU), torch.tensor([nan, 4.0, 0.0, 1e30], device=TPU)).cpu(),
+                 torch.hypot(h, torch.tensor([nan, 4.0, 0.0, 1e30])))

@@ -98,6 +98,53 @@ Value Pow(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.power"
 Value Atan2(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.atan2", x, y); }
 // max(x, y) + log1p(exp(-|x - y|)) (base 2: exp2 and a 1/ln 2 factor); x
 // itself where x == y is infinite, as on CPU.
+// sqrt(x^2 + y^2), scaled by max(|x|, |y|) so that it does not overflow.
+Value Hypot(Builder& b, Value x, Value y) {
+  const ir::TensorType t = b.type(x);
+  Value ax = ir::Unary(b, "stablehlo.abs", x), ay = ir::Unary(b, "stablehlo.abs", y);
+  Value m = ir::Binary(b, "stablehlo.maximum", ax, ay);
+  Value n = ir::Binary(b, "stablehlo.minimum", ax, ay);
+  Value zero = ir::Full(b, ir::ConstantF(b, 0.0, t.dtype), t.dims);
+  Value one = ir::Full(b, ir::ConstantF(b, 1.0, t.dtype), t.dims);
+  Value q = ir::Binary(b, "stablehlo.divide", n, m);
+  q = ir::Select(b, ir::Compare(b, m, zero, ir::Cmp::EQ), zero, q);
+  Value r = ir::Binary(b, "stablehlo.multiply", m,
+                       ir::Unary(b, "stablehlo.sqrt",
+                                 ir::Binary(b, "stablehlo.add", one, ir::Binary(b, "stablehlo.multiply", q, q))));
+  // An infinite operand gives inf, even with a NaN one (as C's hypot).
+  Value inf = ir::Full(b, ir::MaxValue(b, t.dtype), t.dims);
+  Value any_inf = ir::Binary(b, "stablehlo.or", ir::Compare(b, ax, inf, ir::Cmp::EQ),
+                             ir::Compare(b, ay, inf, ir::Cmp::EQ));
+  return ir::Select(b, any_inf, inf, r);
+}
+// |x| with the sign bit of y.
+Value Copysign(Builder& b, Value x, Value y) {
+  const ir::TensorType t = b.type(x);
+  const int bits = ir::BitWidth(t.dtype);
+  const DType it = bits == 64 ? DType::U64 : bits == 32 ? DType::U32 : DType::U16;
+  const ir::TensorType ut{it, t.dims};
+  const int64_t sign = bits == 64 ? static_cast<int64_t>(0x8000000000000000ULL)
+                                  : (int64_t{1} << (bits - 1));
+  Value mask = ir::Full(b, ir::ConstantI(b, sign, it), t.dims);
+  Value xb = b.Op1("stablehlo.bitcast_convert", {x}, ut);
+  Value yb = b.Op1("stablehlo.bitcast_convert", {y}, ut);
+  Value mag = ir::Binary(b, "stablehlo.and", xb, ir::Unary(b, "stablehlo.not", mask));
+  Value r = ir::Binary(b, "stablehlo.or", mag, ir::Binary(b, "stablehlo.and", yb, mask));
+  return b.Op1("stablehlo.bitcast_convert", {r}, t);
+}
+// max/min that ignore a NaN operand (NaN only when both are).
+Value Fmax(Builder& b, Value x, Value y) {
+  if (!ir::IsFloat(b.type(x).dtype)) return ir::Binary(b, "stablehlo.maximum", x, y);
+  Value r = ir::Binary(b, "stablehlo.maximum", x, y);
+  r = ir::Select(b, ir::Compare(b, x, x, ir::Cmp::NE), y, r);
+  return ir::Select(b, ir::Compare(b, y, y, ir::Cmp::NE), x, r);
+}
+Value Fmin(Builder& b, Value x, Value y) {
+  if (!ir::IsFloat(b.type(x).dtype)) return ir::Binary(b, "stablehlo.minimum", x, y);
+  Value r = ir::Binary(b, "stablehlo.minimum", x, y);
+  r = ir::Select(b, ir::Compare(b, x, x, ir::Cmp::NE), y, r);
+  return ir::Select(b, ir::Compare(b, y, y, ir::Cmp::NE), x, r);
+}
 template <bool kBase2>
 Value LogAddExp(Builder& b, Value x, Value y) {
   const ir::TensorType t = b.type(x);
@@ -178,6 +225,10 @@ TPU_BINARY(kMinimum, "aten::minimum", Min, kArith)
 TPU_BINARY(kPow, "aten::pow", Pow, kArith)
 TPU_BINARY(kAtan2, "aten::atan2", Atan2, kFloatOnly)
 TPU_BINARY(kLogAddExp, "aten::logaddexp", LogAddExp<false>, kFloatOnly)
+TPU_BINARY(kHypot, "aten::hypot", Hypot, kArith)
+TPU_BINARY(kCopysign, "aten::copysign", Copysign, kFloatOnly)
+TPU_BINARY(kFmax, "aten::fmax", Fmax, kArith)
+TPU_BINARY(kFmin, "aten::fmin", Fmin, kArith)
 TPU_BINARY(kLogAddExp2, "aten::logaddexp2", LogAddExp<true>, kFloatOnly)
 TPU_BINARY(kFmod, "aten::fmod", Fmod, kArith)
 TPU_BINARY(kRemainder, "aten::remainder", Remainder, kArith)
@@ -286,6 +337,10 @@ TPU_BINARY_KERNELS(pow, kPow)
 TPU_BINARY_KERNELS(atan2, kAtan2)
 TPU_BINARY_KERNELS(logaddexp, kLogAddExp)
 TPU_BINARY_KERNELS(logaddexp2, kLogAddExp2)
+TPU_BINARY_KERNELS(hypot, kHypot)
+TPU_BINARY_KERNELS(copysign, kCopysign)
+TPU_BINARY_KERNELS(fmax, kFmax)
+TPU_BINARY_KERNELS(fmin, kFmin)
 TPU_BINARY_KERNELS(fmod, kFmod)
 TPU_BINARY_KERNELS(remainder, kRemainder)
 TPU_BINARY_KERNELS(bitwise_and, kBitAnd)
@@ -567,6 +622,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG_PLAIN(atan2)
   REG_PLAIN(logaddexp)
   REG_PLAIN(logaddexp2)
+  REG_PLAIN(hypot)
+  m.impl("hypot_", TORCH_FN(hypot__tensor));
+  REG_PLAIN(fmax)
+  REG_PLAIN(fmin)
+  m.impl("copysign.Tensor", TORCH_FN(copysign_tensor));
+  m.impl("copysign.out", TORCH_FN(copysign_out));
+  m.impl("copysign.Scalar", TORCH_FN(copysign_scalar));
+  m.impl("copysign_.Tensor", TORCH_FN(copysign__tensor));
+  m.impl("copysign_.Scalar", TORCH_FN(copysign__scalar));
   REG_PLAIN(logical_and)
   REG_PLAIN(logical_or)
   REG_PLAIN(logical_xor)

@@ -464,6 +464,26 @@ Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, Tensor& out) {
 }
 Tensor& randperm_out_nogen(int64_t n, Tensor& out) { return randperm_out(n, std::nullopt, out); }
 
+// out = [n, m]: 1 on the diagonal.
+VS LowerEye(Builder& b, const VS&, const lazy::Attrs&, const TT& out) {
+  const ir::Dims& d = out[0].dims;
+  Value diag = ir::Compare(b, ir::Iota(b, d, 0, DType::S64), ir::Iota(b, d, 1, DType::S64),
+                           ir::Cmp::EQ);
+  return {ir::Convert(b, diag, out[0].dtype)};
+}
+constexpr lazy::Lowering kEye{"aten::eye", &LowerEye};
+
+Tensor& eye_m_out(int64_t n, int64_t m, Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  CheckTpu("eye", out, "out");
+  at::native::resize_output(out, {n, m});
+  if (n == 0 || m == 0) return out;
+  RunInto(kEye, {}, {}, {TypeOf({n, m}, out.scalar_type())}, {out});
+  return out;
+}
+Tensor& eye_out(int64_t n, Tensor& out) { return eye_m_out(n, n, out); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -473,6 +493,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
+  m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("eye.m_out", TORCH_FN(eye_m_out));
   m.impl("multinomial", TORCH_FN(multinomial_tpu));
   m.impl("multinomial.out", TORCH_FN(multinomial_out));
   m.impl("randperm.generator_out", TORCH_FN(randperm_out));

@@ -3,9 +3,13 @@
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/ops/dot.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/native/Resize.h>
+#include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
@@ -390,6 +394,228 @@ Tensor vdot_tpu(const Tensor& self, const Tensor& other) {
               other.numel(), " elements respectively");
   return at::dot(self.is_complex() ? self.conj() : self, other);
 }
+
+// ---- scans with a custom combiner: logcumsumexp, cummax / cummin ----
+
+// Inclusive scan along `dim` as a reduce_window spanning the whole dim,
+// padded below with `inits` (one per operand).
+std::vector<Value> Scan(Builder& b, const std::vector<Value>& xs, const std::vector<Value>& inits,
+                        int64_t dim, const ir::RegionFn& body) {
+  const ir::TensorType t = b.type(xs[0]);
+  const int64_t r = t.rank(), n = t.dims[dim];
+  ir::Window w{ir::Dims(r, 1), ir::Dims(r, 1), ir::Dims(r, 1), ir::Dims(r, 0), ir::Dims(r, 0)};
+  w.dims[dim] = n;
+  w.pad_lo[dim] = n - 1;
+  return ir::ReduceWindow(b, xs, inits, w, body);
+}
+
+// ins = (x); ints = (dim, compute dtype)
+VS LowerLogCumSumExp(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const auto ct = static_cast<DType>(a.ints[1]);
+  Value x = ir::Convert(b, in[0], ct);
+  Value r = Scan(b, {x}, {ir::MinValue(b, ct)}, a.ints[0], [](Builder& rb, const VS& v) {
+    Value m = ir::Max(rb, v[0], v[1]);
+    Value d = ir::Unary(rb, "stablehlo.negate",
+                        ir::Unary(rb, "stablehlo.abs", ir::Binary(rb, "stablehlo.subtract", v[0], v[1])));
+    Value l = ir::Binary(rb, "stablehlo.add", m,
+                         ir::Unary(rb, "stablehlo.log_plus_one", ir::Unary(rb, "stablehlo.exponential", d)));
+    // Equal operands (also both infinite): x + log 2.
+    Value same = ir::Binary(rb, "stablehlo.add", v[0],
+                            ir::ConstantF(rb, M_LN2, rb.type(v[0]).dtype));
+    return VS{ir::Select(rb, ir::Compare(rb, v[0], v[1], ir::Cmp::EQ), same, l)};
+  })[0];
+  return {ir::Convert(b, r, out[0].dtype)};
+}
+constexpr lazy::Lowering kLogCumSumExp{"aten::_logcumsumexp", &LowerLogCumSumExp};
+
+Tensor logcumsumexp_tpu(const Tensor& self, int64_t dim) {
+  CheckTpu("logcumsumexp", self, "self");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "logcumsumexp(): expected a floating point input, got ", self.scalar_type());
+  if (self.dim() == 0) return self.clone();
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  if (self.numel() == 0) return EmptyTpu(self.sizes(), self.scalar_type());
+  return Run1(kLogCumSumExp, {{d, IrCode(OpMathType(self.scalar_type()))}, {}, {}},
+              {OperandOf(self)}, TypeOf(self.sizes(), self.scalar_type()));
+}
+Tensor& logcumsumexp_out_tpu(const Tensor& self, int64_t dim, Tensor& out) {
+  Tensor r = logcumsumexp_tpu(self, dim);
+  PrepareOut("logcumsumexp", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
+// ins = (x); ints = (dim, is_max); out = (values, indices s64). CPU keeps the
+// last index among equal values, and NaN, once seen, stays.
+VS LowerCumExtreme(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t dim = a.ints[0];
+  const bool is_max = a.ints[1] != 0;
+  const ir::TensorType t = b.type(in[0]);
+  Value idx = ir::Iota(b, t.dims, dim, DType::S64);
+  const bool is_float = ir::IsFloat(t.dtype);
+  auto r = Scan(b, {in[0], idx},
+                {is_max ? ir::MinValue(b, t.dtype) : ir::MaxValue(b, t.dtype),
+                 ir::ConstantI(b, -1, DType::S64)},
+                dim, [is_max, is_float](Builder& rb, const VS& v) {
+                  Value av = v[0], ai = v[1], bv = v[2], bi = v[3];
+                  // a wins if it is "more extreme", or equal with a later index.
+                  Value better = ir::Compare(rb, av, bv, is_max ? ir::Cmp::GT : ir::Cmp::LT);
+                  Value tie = ir::Binary(rb, "stablehlo.and", ir::Compare(rb, av, bv, ir::Cmp::EQ),
+                                         ir::Compare(rb, ai, bi, ir::Cmp::GT));
+                  Value pick = ir::Binary(rb, "stablehlo.or", better, tie);
+                  if (is_float) {
+                    Value an = ir::Compare(rb, av, av, ir::Cmp::NE);
+                    Value bn = ir::Compare(rb, bv, bv, ir::Cmp::NE);
+                    Value both = ir::Binary(rb, "stablehlo.and", an, bn);
+                    Value later = ir::Compare(rb, ai, bi, ir::Cmp::GT);
+                    pick = ir::Select(rb, both, later,
+                                      ir::Select(rb, an, an, ir::Binary(rb, "stablehlo.and",
+                                                                        ir::Unary(rb, "stablehlo.not", bn), pick)));
+                  }
+                  return VS{ir::Select(rb, pick, av, bv), ir::Select(rb, pick, ai, bi)};
+                });
+  return {ir::Convert(b, r[0], out[0].dtype), r[1]};
+}
+constexpr lazy::Lowering kCumExtreme{"aten::_cummax_helper", &LowerCumExtreme};
+
+void CumExtremeHelper(const Tensor& self, Tensor& values, Tensor& indices, int64_t dim,
+                      bool is_max) {
+  const char* op = is_max ? "cummax" : "cummin";
+  CheckTpu(op, self, "self");
+  if (self.numel() == 0) return;
+  Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
+  const int64_t d = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
+  Tensor v = values.dim() == 0 ? values.reshape({1}) : values;
+  Tensor i = indices.dim() == 0 ? indices.reshape({1}) : indices;
+  RunInto(kCumExtreme, {{d, is_max ? 1 : 0}, {}, {}}, {OperandOf(x)},
+          {TypeOf(x.sizes(), values.scalar_type()), TypeOf(x.sizes(), at::kLong)}, {v, i});
+}
+void cummax_helper_tpu(const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
+  CumExtremeHelper(self, values, indices, dim, true);
+}
+void cummin_helper_tpu(const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
+  CumExtremeHelper(self, values, indices, dim, false);
+}
+
+// ---- median, kthvalue: a sort along the dim, NaN last ----
+
+// ins = (x [.., n, ..]); ints = (dim, k (0-based), nan_propagates); out =
+// (values, indices) with dim removed. The k-th smallest of a stable sort;
+// with nan_propagates (median), a NaN anywhere in the slice gives NaN and
+// its first index.
+VS LowerKth(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t dim = a.ints[0], k = a.ints[1];
+  const ir::TensorType t = b.type(in[0]);
+  const bool is_float = ir::IsFloat(t.dtype);
+  Value idx = ir::Iota(b, t.dims, dim, DType::S64);
+  auto sorted = ir::Sort(b, {in[0], idx}, dim, true, [is_float](Builder& rb, const VS& v) {
+    Value lt = ir::Compare(rb, v[0], v[1], ir::Cmp::LT);
+    if (!is_float) return VS{lt};
+    Value an = ir::Compare(rb, v[0], v[0], ir::Cmp::NE);
+    Value bn = ir::Compare(rb, v[1], v[1], ir::Cmp::NE);
+    // a < b, or b is NaN and a is not.
+    return VS{ir::Binary(rb, "stablehlo.or", lt,
+                         ir::Binary(rb, "stablehlo.and", bn, ir::Unary(rb, "stablehlo.not", an)))};
+  });
+  ir::Dims start(t.rank(), 0), limit = t.dims, one(t.rank(), 1);
+  start[dim] = k;
+  limit[dim] = k + 1;
+  Value v = ir::Reshape(b, ir::Slice(b, sorted[0], start, limit, one), out[0].dims);
+  Value i = ir::Reshape(b, ir::Slice(b, sorted[1], start, limit, one), out[1].dims);
+  if (a.ints[2] && is_float) {
+    const int64_t n = t.dims[dim];
+    ir::Dims first = t.dims, fs(t.rank(), 0);
+    fs[dim] = n - 1;  // NaNs sort last: the last element is NaN if any is
+    Value lastv = ir::Reshape(b, ir::Slice(b, sorted[0], fs, t.dims, one), out[0].dims);
+    Value nan = ir::Compare(b, lastv, lastv, ir::Cmp::NE);
+    // The first NaN's position: the first sorted slot holding a NaN.
+    Value isnan = ir::Compare(b, sorted[0], sorted[0], ir::Cmp::NE);
+    Value pos = ir::Select(b, isnan, sorted[1],
+                           ir::Full(b, ir::ConstantI(b, std::numeric_limits<int64_t>::max(), DType::S64), t.dims));
+    Value nan_idx = ir::Reshape(b, ir::Reduce(b, pos, ir::ConstantI(b, std::numeric_limits<int64_t>::max(), DType::S64),
+                                              {dim}, "stablehlo.minimum"), out[1].dims);
+    v = ir::Select(b, nan, lastv, v);
+    i = ir::Select(b, nan, nan_idx, i);
+  }
+  return {v, i};
+}
+constexpr lazy::Lowering kKth{"aten::kthvalue", &LowerKth};
+
+std::tuple<Tensor, Tensor> KthAlong(const char* op, const Tensor& self, int64_t k0, int64_t dim,
+                                    bool keepdim, bool nan_propagates) {
+  CheckTpu(op, self, "self");
+  Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
+  const int64_t d = at::maybe_wrap_dim(dim, x.dim());
+  TORCH_CHECK_INDEX(x.size(d) > 0, op, "(): Expected reduction dim ", d, " to have non-zero size.");
+  std::vector<int64_t> os;
+  for (int64_t j = 0; j < x.dim(); ++j)
+    if (j != d) os.push_back(x.size(j));
+  auto r = Run(kKth, {{d, k0, nan_propagates ? 1 : 0}, {}, {}}, {OperandOf(x)},
+               {TypeOf(os, self.scalar_type()), TypeOf(os, at::kLong)});
+  Tensor v = r[0], i = r[1];
+  if (self.dim() == 0) return {v.reshape({}), i.reshape({})};
+  if (keepdim) {
+    v = v.unsqueeze(d);
+    i = i.unsqueeze(d);
+  }
+  return {v, i};
+}
+
+std::tuple<Tensor, Tensor> kthvalue_tpu(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  const int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
+  TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", dim);
+  return KthAlong("kthvalue", self, k - 1, dim, keepdim, false);
+}
+std::tuple<Tensor&, Tensor&> kthvalue_out_tpu(const Tensor& self, int64_t k, int64_t dim,
+                                              bool keepdim, Tensor& v, Tensor& i) {
+  auto [rv, ri] = kthvalue_tpu(self, k, dim, keepdim);
+  at::native::resize_output(v, rv.sizes());
+  at::native::resize_output(i, ri.sizes());
+  v.copy_(rv);
+  i.copy_(ri);
+  return {v, i};
+}
+std::tuple<Tensor&, Tensor&> median_dim_out_tpu(const Tensor& self, int64_t dim, bool keepdim,
+                                                Tensor& v, Tensor& i) {
+  const int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
+  auto [rv, ri] = KthAlong("median", self, (n - 1) / 2, dim, keepdim, true);
+  at::native::resize_output(v, rv.sizes());
+  at::native::resize_output(i, ri.sizes());
+  v.copy_(rv);
+  i.copy_(ri);
+  return {v, i};
+}
+Tensor median_tpu(const Tensor& self) {
+  CheckTpu("median", self, "self");
+  if (self.numel() == 0) {
+    Tensor r = EmptyTpu({}, self.scalar_type());
+    return r.fill_(std::numeric_limits<double>::quiet_NaN());
+  }
+  Tensor flat = self.reshape({-1});
+  return std::get<0>(KthAlong("median", flat, (flat.numel() - 1) / 2, 0, false, true));
+}
+
+// ---- trace ----
+
+// ins = (x [r, c]); ints = (accumulate dtype)
+VS LowerTrace(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const auto acc = static_cast<DType>(a.ints[0]);
+  Value x = ir::Convert(b, in[0], acc);
+  const ir::Dims d = b.type(x).dims;
+  Value diag = ir::Compare(b, ir::Iota(b, d, 0, DType::S64), ir::Iota(b, d, 1, DType::S64),
+                           ir::Cmp::EQ);
+  x = ir::Select(b, diag, x, ir::Full(b, ir::ConstantI(b, 0, acc), d));
+  Value r = ir::Reduce(b, x, ir::ConstantI(b, 0, acc), {0, 1}, "stablehlo.add");
+  return {ir::Convert(b, r, out[0].dtype)};
+}
+constexpr lazy::Lowering kTrace{"aten::trace", &LowerTrace};
+
+Tensor trace_tpu(const Tensor& self) {
+  CheckTpu("trace", self, "self");
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  const auto rt = SumType(self, std::nullopt);
+  if (self.numel() == 0) return at::zeros({}, self.options().dtype(rt));
+  return Run1(kTrace, {{IrCode(OpMathType(rt))}, {}, {}}, {OperandOf(self)}, TypeOf({}, rt));
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -422,6 +648,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("norm.dtype_out", TORCH_FN(norm_dtype_out));
   m.impl("equal", TORCH_FN(equal_tpu));
   m.impl("vdot", TORCH_FN(vdot_tpu));
+  m.impl("_logcumsumexp", TORCH_FN(logcumsumexp_tpu));
+  m.impl("_logcumsumexp.out", TORCH_FN(logcumsumexp_out_tpu));
+  m.impl("_cummax_helper", TORCH_FN(cummax_helper_tpu));
+  m.impl("_cummin_helper", TORCH_FN(cummin_helper_tpu));
+  m.impl("kthvalue.values", TORCH_FN(kthvalue_out_tpu));
+  m.impl("median.dim_values", TORCH_FN(median_dim_out_tpu));
+  m.impl("median", TORCH_FN(median_tpu));
+  m.impl("trace", TORCH_FN(trace_tpu));
 }
 
 }  // namespace tpu::ops

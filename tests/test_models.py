@@ -70,7 +70,7 @@ KNOWN_FAILURES = {
     ("tied-weights", "integration"): "untied",
     # Trainer's default optimizer is AdamW(fused=True), and Trainer re-ties
     # weights after .to(device) only for torch_xla.
-    ("trainer", "integration"): "aten::_fused_adamw_",
+    ("trainer", "integration"): ("aten::_fused_adamw_", "untied"),
 }
 
 pytestmark = pytest.mark.skipif(

@@ -1031,6 +1031,7 @@ def main(argv=None) -> int:
     modes = MODES if not args.modes else [get_mode(n.strip()) for n in args.modes.split(",") if n.strip()]
 
     import transformers
+    transformers.logging.set_verbosity_error()  # tiny configs trip advisory checks (token ids etc.)
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"device {torch.tpu.get_device_name()}, precision HIGHEST", flush=True)
     with torch_tpu.cpu_fallback_mode(args.cpu_fallback):

@@ -169,3 +169,25 @@ def test_report_format():
     assert lines[-1] == "models: 0/1 pass"
     assert [r.passed for r in rows] == [False, False] and [r.ran for r in rows] == [True, False]
     assert torch.tpu.is_available()
+
+
+def test_comparison_catches_wrong_values():
+    """The comparer fails a value off by more than the tolerance, a wrong
+    shape, a missing gradient and a tensor left on the CPU."""
+    expected = torch.randn(4, 8)
+    cmp = V.Comparer()
+    cmp.tensor("ok", expected.to("tpu"), expected, 1e-4)
+    off = expected.clone()
+    off[1, 2] += 1e-3 * expected.abs().max()
+    with pytest.raises(V.Mismatch, match="relative error"):
+        cmp.tensor("off", off.to("tpu"), expected, 1e-4)
+    with pytest.raises(V.Mismatch):
+        cmp.tensor("shape", expected[:2].to("tpu"), expected, 1e-4)
+    with pytest.raises(V.Mismatch):
+        cmp.tensor("grad", None, expected, 1e-4)
+    with pytest.raises(V.Mismatch, match="not on tpu"):
+        cmp.tensor("device", expected, expected, 1e-4)
+    # A tensor that is zero up to rounding is compared on the floor's scale.
+    noise = torch.full((3,), 1e-12)
+    assert V.relative_error(torch.zeros(3), noise) == 1.0
+    assert V.relative_error(torch.zeros(3), noise, floor=1e-6) < 1e-5

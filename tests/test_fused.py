@@ -98,3 +98,35 @@ def test_training_loop_without_reads_cuts_at_the_step_and_hits_the_cache(highest
     # second half of the loop compiles nothing new.
     assert s_end["launches"] > s_mid["launches"]
     assert s_end["requests"] - s_end["hits"] <= s_mid["requests"] - s_mid["hits"] + 1
+
+
+def test_scoped_mode_covers_backward_and_backward_end_flushes():
+    # backward() runs on autograd's device thread: the `with` block's mode
+    # must hold there too, and the end of backward() flushes.
+    seen = []
+    x = torch.randn(32, 32, device="tpu", requires_grad=True)
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        y = (x.sin() * 2).cos()
+        y.register_hook(lambda g: seen.append((torch_tpu.get_eager_mode(), torch_tpu._C._pending_ops())))
+        y.sum().backward()
+        assert torch_tpu._C._pending_ops() == 0
+        assert seen[0][0] == EagerMode.DEFER_AND_FUSE and seen[0][1] > 1  # deferred inside
+    torch.testing.assert_close(x.grad.cpu(), (-torch.sin(2 * x.sin()) * 2 * x.cos()).detach().cpu(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_scoped_precision_covers_backward():
+    a = torch.randn(16, 512)
+    w = torch.randn(512, 8)
+    grads = {}
+    for p in (torch_tpu.Precision.DEFAULT, torch_tpu.Precision.HIGHEST):
+        at = a.to("tpu").requires_grad_()
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch_tpu.precision(p):
+                (at @ w.to("tpu")).sum().backward()  # grad = ones @ w.T: a matmul in backward
+        grads[p] = at.grad.cpu()
+    ref = torch.ones(16, 8).double() @ w.double().t()
+    err = {p: ((g.double() - ref).abs().max() / ref.abs().max()).item() for p, g in grads.items()}
+    assert err[torch_tpu.Precision.HIGHEST] < 1e-6 < err[torch_tpu.Precision.DEFAULT]

@@ -1,5 +1,7 @@
 // torch_tpu._C: the Python-facing functions of the runtime.
 #include <torch/csrc/utils/pybind.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/extension.h>
 
 #include "device/fallback.h"
@@ -18,6 +20,17 @@ void RegisterCompiled(py::module& m);  // compiled.cc
 
 namespace tpu::device {
 namespace {
+
+// Fused Eager: the end of a backward pass is a materialization point. The
+// first tpu op of each backward graph task queues a flush for its end.
+void FlushAtEndOfBackward() {
+  static thread_local int last_task = -1;
+  const int task = torch::autograd::get_current_graph_task_id();
+  if (task == -1 || task == last_task) return;
+  last_task = task;
+  torch::autograd::Engine::get_default_engine().queue_callback(
+      [] { lazy::Executor::Get().Flush(); });
+}
 
 lazy::Runtime& Rt() {
   try {
@@ -151,5 +164,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_cpu_fallback", &device::SetCpuFallback);
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
   ops::RegisterCompiled(m);
+  lazy::Executor::Get().set_fused_hook(&device::FlushAtEndOfBackward);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

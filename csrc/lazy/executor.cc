@@ -199,6 +199,7 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
   } else if (mode != EagerMode::kDeferAndFuse) {
     FlushLocked();
   } else {
+    if (fused_hook_) fused_hook_();
     // The op's structure (not its data): name, attrs, input views.
     uint64_t sig = reinterpret_cast<uintptr_t>(op.name) * 1099511628211ULL;
     auto mix = [&sig](int64_t v) { sig = (sig ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };

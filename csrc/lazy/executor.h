@@ -103,6 +103,10 @@ class Executor {
   // Runs a captured program on `args` and returns its results, ready nodes.
   std::vector<NodePtr> Launch(const Captured& c, const std::vector<NodePtr>& args);
 
+  // Called before each op is recorded in Fused Eager (the extension uses it
+  // to flush at the end of a backward pass).
+  void set_fused_hook(void (*hook)()) { fused_hook_ = hook; }
+
   DiskCache& disk_cache() { return disk_; }
   CacheStats stats();
   void ClearCache();  // the in-memory cache only
@@ -126,6 +130,7 @@ class Executor {
   std::vector<uint64_t> history_;  // op signatures, most recent last
   size_t period_ = 0;              // detected period of the stream, 0 if none
   bool capturing_ = false, capture_broken_ = false;
+  void (*fused_hook_)() = nullptr;
   std::vector<std::pair<std::weak_ptr<BufferNode>, std::function<void(uint64_t*)>>> rng_nodes_;
 
   std::mutex mu_;  // the cache and stats

@@ -17,9 +17,13 @@ enum class EagerMode : int {
 EagerMode CurrentMode();
 void SetGlobalMode(EagerMode m);
 EagerMode GlobalMode();
-// -1 clears the override.
+// -1 clears the override. Scoped overrides follow the thread's work into
+// the threads PyTorch runs it on (autograd's backward threads).
 void SetThreadMode(int m);
 int ThreadMode();
+// The scoped matmul-precision override (ops/precision.h), stored the same way.
+void SetThreadPrecision(int64_t p);
+int64_t ThreadPrecision();
 
 // Called with a warning for the user (installed by the extension so the
 // message becomes a Python warning); the default prints to stderr.

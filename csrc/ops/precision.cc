@@ -4,20 +4,21 @@
 
 #include <atomic>
 
+#include "lazy/modes.h"
+
 namespace tpu::ops {
 
 namespace {
-thread_local int64_t t_override = -1;
 std::atomic<bool> g_follow_torch{false};
 }
 
-void SetPrecisionOverride(int64_t mode) { t_override = mode; }
-int64_t PrecisionOverride() { return t_override; }
+void SetPrecisionOverride(int64_t mode) { lazy::SetThreadPrecision(mode); }
+int64_t PrecisionOverride() { return lazy::ThreadPrecision(); }
 void SetFollowTorchPrecision(bool follow) { g_follow_torch = follow; }
 bool FollowTorchPrecision() { return g_follow_torch; }
 
 Precision CurrentPrecision() {
-  if (t_override >= 0) return static_cast<Precision>(t_override);
+  if (const int64_t o = lazy::ThreadPrecision(); o >= 0) return static_cast<Precision>(o);
   // Until the program chooses with torch.set_float32_matmul_precision, tpu
   // matmuls take one bf16 pass, as on a TPU ("medium").
   if (!g_follow_torch) return Precision::kDefault;

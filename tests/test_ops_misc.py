@@ -164,3 +164,48 @@ def test_linspace(start, end, steps, dtype):
     actual = torch.linspace(start, end, steps, dtype=dtype, device=TPU)
     assert actual.dtype == dtype and actual.shape == expected.shape
     assert_close(actual.cpu(), expected, atol=1e-2 if dtype == torch.bfloat16 else 1e-6, rtol=1e-5)
+
+
+# ------------------------- searchsorted, bucketize, bincount, histc, repeat --
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_bucketize(right):
+    seq = torch.tensor([1.0, 2.0, 2.0, 3.0, 5.0])
+    v = torch.tensor([[0.0, 2.0, 2.5], [5.0, 6.0, 1.0]])
+    assert torch.equal(torch.searchsorted(seq.to(TPU), v.to(TPU), right=right).cpu(),
+                       torch.searchsorted(seq, v, right=right))
+    assert torch.equal(torch.bucketize(v.to(TPU), seq.to(TPU), right=right).cpu(),
+                       torch.bucketize(v, seq, right=right))
+    s2, v2 = torch.sort(torch.randn(2, 6))[0], torch.randn(2, 4)
+    assert torch.equal(torch.searchsorted(s2.to(TPU), v2.to(TPU), right=right).cpu(),
+                       torch.searchsorted(s2, v2, right=right))
+    side = "right" if right else "left"
+    unsorted = torch.randn(7)
+    sorter = unsorted.argsort()
+    assert torch.equal(
+        torch.searchsorted(unsorted.to(TPU), v.to(TPU), side=side, sorter=sorter.to(TPU)).cpu(),
+        torch.searchsorted(unsorted, v, side=side, sorter=sorter))
+    r = torch.searchsorted(seq.to(TPU), 2.0, right=right, out_int32=True)
+    assert r.dtype == torch.int32 and r.item() == torch.searchsorted(seq, 2.0, right=right).item()
+
+
+def test_bincount_histc_repeat_interleave():
+    x = torch.randint(0, 10, (50,))
+    w = torch.rand(50)
+    assert torch.equal(torch.bincount(x.to(TPU)).cpu(), torch.bincount(x))
+    assert torch.equal(torch.bincount(x.to(TPU), minlength=15).cpu(), torch.bincount(x, minlength=15))
+    assert_close(torch.bincount(x.to(TPU), w.to(TPU)).cpu(), torch.bincount(x, w))
+    assert torch.bincount(x.to(TPU), w.double().to(TPU)).dtype == torch.float64
+    assert torch.bincount(torch.empty(0, dtype=torch.long, device=TPU)).shape == (0,)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.bincount(torch.tensor([1, -1], device=TPU))
+    y = torch.randn(1000)
+    assert torch.equal(torch.histc(y.to(TPU), 10).cpu(), torch.histc(y, 10))
+    assert torch.equal(torch.histc(y.to(TPU), 7, -1, 1).cpu(), torch.histc(y, 7, -1, 1))
+    assert torch.equal(torch.histc(y.double().to(TPU), 13, -2, 3).cpu(), torch.histc(y.double(), 13, -2, 3))
+    r = torch.tensor([2, 0, 3, 1])
+    assert torch.equal(torch.repeat_interleave(r.to(TPU)).cpu(), torch.repeat_interleave(r))
+    xx = torch.randn(4, 3)
+    compare_grad(lambda t: t.repeat_interleave(r.to(t.device), dim=0), xx)
+    assert torch.equal(torch.repeat_interleave(torch.tensor([0, 0], device=TPU)).cpu(),
+                       torch.repeat_interleave(torch.tensor([0, 0])))

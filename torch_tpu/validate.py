@@ -658,7 +658,7 @@ def _quiet():
 def _train_step(model, call, case: Case):
     opt = torch.optim.SGD(model.parameters(), **SGD)
     opt.zero_grad(set_to_none=True)
-    out = call(**case.train_inputs) if case.train_inputs is not None else None
+    out = call(**case.train_inputs)
     loss = case.loss(out)
     loss.backward()
     return opt, loss

@@ -138,3 +138,14 @@ def test_grid_sample_affine_grid_and_errors(highest_matmul_precision):
         F.grid_sample(xt, torch.zeros(1, 2, 2, 2, device=TPU), mode="bicubic", align_corners=False)
     with pytest.raises(RuntimeError, match="same batch size"):
         F.grid_sample(xt, torch.zeros(2, 2, 2, 2, device=TPU), align_corners=False)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size,kw", [
+    ((5, 7), dict(scale_factor=2)),
+    ((6, 5), dict(size=(9, 3))),
+    ((5, 7), dict(scale_factor=(1.7, 0.6))),
+])
+def test_upsample_bicubic2d(align_corners, size, kw):
+    compare_grad(lambda t: F.interpolate(t, mode="bicubic", align_corners=align_corners, **kw),
+                 torch.randn(2, 3, *size), atol=1e-5, rtol=1e-5)

@@ -1,4 +1,4 @@
-// Reflection and replication padding, nearest and (bi/tri)linear
+// Reflection and replication padding, nearest, (bi/tri)linear and bicubic
 // upsampling, with backward.
 //
 // All of them are separable: along each spatial dim, output position j reads
@@ -14,6 +14,7 @@
 #include <ATen/ops/replication_pad1d.h>
 #include <ATen/ops/replication_pad2d.h>
 #include <ATen/ops/replication_pad3d.h>
+#include <ATen/ops/upsample_bicubic2d.h>
 #include <ATen/ops/upsample_bilinear2d.h>
 #include <ATen/ops/upsample_linear1d.h>
 #include <ATen/ops/upsample_nearest1d.h>
@@ -159,12 +160,14 @@ TPU_PAD_OPS(replication_pad3d, 3, 1)
 
 // ---- upsampling ----
 
-enum Mode : int64_t { kNearest = 0, kNearestExact = 1, kLinear = 2 };
+enum Mode : int64_t { kNearest = 0, kNearestExact = 1, kLinear = 2, kCubic = 3 };
 
-// The source positions and weights of each output position along one dim.
+// The source positions and weights of each output position along one dim:
+// K taps (1 for nearest, 2 linear, 4 cubic), each a position and a weight
+// per output; nearest has no weights.
 struct Taps {
-  std::vector<int64_t> i0, i1;
-  std::vector<double> w0, w1;  // empty for nearest
+  std::vector<std::vector<int64_t>> idx;
+  std::vector<std::vector<double>> w;
 };
 
 template <typename T>
@@ -172,8 +175,22 @@ T ScalesValue(double scale, int64_t n, int64_t o) {  // compute_scales_value
   return scale > 0. ? static_cast<T>(1.0 / scale) : (static_cast<T>(n) / o);
 }
 
+template <typename T>
+T AreaScale(int64_t n, int64_t o, bool align_corners, double scale) {  // area_pixel_compute_scale
+  if (align_corners) return o > 1 ? static_cast<T>(n - 1) / (o - 1) : static_cast<T>(0);
+  return ScalesValue<T>(scale, n, o);
+}
+
+template <typename T>
+T SourceIndex(T ratio, int64_t j, bool align_corners, bool cubic) {
+  if (align_corners) return ratio * j;
+  T real = ratio * (j + static_cast<T>(0.5)) - static_cast<T>(0.5);
+  return (!cubic && real < 0) ? static_cast<T>(0) : real;
+}
+
 Taps NearestTaps(int64_t n, int64_t o, double scale, bool exact) {
   Taps t;
+  t.idx.resize(1);
   const float s = ScalesValue<float>(scale, n, o);
   for (int64_t j = 0; j < o; ++j) {
     int64_t src;
@@ -186,7 +203,7 @@ Taps NearestTaps(int64_t n, int64_t o, double scale, bool exact) {
     } else {
       src = std::min(static_cast<int64_t>(floorf(j * s)), n - 1);
     }
-    t.i0.push_back(src);
+    t.idx[0].push_back(src);
   }
   return t;
 }
@@ -194,12 +211,9 @@ Taps NearestTaps(int64_t n, int64_t o, double scale, bool exact) {
 template <typename T>
 Taps LinearTaps(int64_t n, int64_t o, bool align_corners, double scale) {
   Taps t;
-  T ratio;
-  if (align_corners) {
-    ratio = o > 1 ? static_cast<T>(n - 1) / (o - 1) : static_cast<T>(0);
-  } else {
-    ratio = ScalesValue<T>(scale, n, o);
-  }
+  t.idx.resize(2);
+  t.w.resize(2);
+  const T ratio = AreaScale<T>(n, o, align_corners, scale);
   for (int64_t j = 0; j < o; ++j) {
     int64_t i0, i1;
     T l0, l1;
@@ -208,22 +222,40 @@ Taps LinearTaps(int64_t n, int64_t o, bool align_corners, double scale) {
       l0 = 1;
       l1 = 0;
     } else {
-      T real;
-      if (align_corners) {
-        real = ratio * j;
-      } else {
-        real = ratio * (j + static_cast<T>(0.5)) - static_cast<T>(0.5);
-        if (real < 0) real = 0;
-      }
+      const T real = SourceIndex<T>(ratio, j, align_corners, false);
       i0 = std::min(static_cast<int64_t>(std::floor(real)), n - 1);
       l1 = std::min(std::max(real - i0, static_cast<T>(0)), static_cast<T>(1));
       i1 = i0 + ((i0 < n - 1) ? 1 : 0);
       l0 = static_cast<T>(1) - l1;
     }
-    t.i0.push_back(i0);
-    t.i1.push_back(i1);
-    t.w0.push_back(static_cast<double>(l0));
-    t.w1.push_back(static_cast<double>(l1));
+    t.idx[0].push_back(i0);
+    t.idx[1].push_back(i1);
+    t.w[0].push_back(static_cast<double>(l0));
+    t.w[1].push_back(static_cast<double>(l1));
+  }
+  return t;
+}
+
+// Keys' cubic convolution with A = -0.75, as PyTorch's bicubic; taps at
+// floor(x) - 1 .. floor(x) + 2, clamped into the input.
+template <typename T>
+Taps CubicTaps(int64_t n, int64_t o, bool align_corners, double scale) {
+  Taps t;
+  t.idx.resize(4);
+  t.w.resize(4);
+  const T A = static_cast<T>(-0.75);
+  auto conv1 = [&](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
+  auto conv2 = [&](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
+  const T ratio = AreaScale<T>(n, o, align_corners, scale);
+  for (int64_t j = 0; j < o; ++j) {
+    const T real = SourceIndex<T>(ratio, j, align_corners, true);
+    const int64_t in0 = std::min(static_cast<int64_t>(std::floor(real)), n - 1);
+    const T tt = std::min(std::max(real - in0, static_cast<T>(0)), static_cast<T>(1));
+    const T c[4] = {conv2(tt + 1), conv1(tt), conv1(1 - tt), conv2(2 - tt)};
+    for (int k = 0; k < 4; ++k) {
+      t.idx[k].push_back(std::clamp<int64_t>(in0 - 1 + k, 0, n - 1));
+      t.w[k].push_back(static_cast<double>(c[k]));
+    }
   }
   return t;
 }
@@ -231,9 +263,12 @@ Taps LinearTaps(int64_t n, int64_t o, bool align_corners, double scale) {
 Taps TapsFor(const lazy::Attrs& a, int64_t i, int64_t n, int64_t o, DType ct) {
   const int64_t mode = a.ints[1];
   const double scale = a.floats[i];
-  if (mode != kLinear) return NearestTaps(n, o, scale, mode == kNearestExact);
-  return ct == DType::F64 ? LinearTaps<double>(n, o, a.ints[2] != 0, scale)
-                          : LinearTaps<float>(n, o, a.ints[2] != 0, scale);
+  const bool ac = a.ints[2] != 0;
+  if (mode == kNearest || mode == kNearestExact)
+    return NearestTaps(n, o, scale, mode == kNearestExact);
+  if (mode == kCubic)
+    return ct == DType::F64 ? CubicTaps<double>(n, o, ac, scale) : CubicTaps<float>(n, o, ac, scale);
+  return ct == DType::F64 ? LinearTaps<double>(n, o, ac, scale) : LinearTaps<float>(n, o, ac, scale);
 }
 
 // ins = (x [B, S...]); ints = (nd, mode, align_corners); floats = scale per
@@ -242,21 +277,23 @@ VS LowerUpsample(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
   const int64_t nd = a.ints[0];
   const ir::TensorType t = b.type(in[0]);
   const DType ct = ComputeType(t.dtype);
-  Value x = a.ints[1] == kLinear ? ir::Convert(b, in[0], ct) : in[0];
+  const bool weighted = a.ints[1] == kLinear || a.ints[1] == kCubic;
+  Value x = weighted ? ir::Convert(b, in[0], ct) : in[0];
   for (int64_t i = 0; i < nd; ++i) {
     const int64_t n = t.dims[1 + i], o = out[0].dims[1 + i];
     Taps tp = TapsFor(a, i, n, o, ct);
-    Value x0 = ir::TakeAlong(b, x, 1 + i, ir::ConstantVectorI(b, tp.i0, DType::S64));
-    if (a.ints[1] != kLinear) {
-      x = x0;
+    if (!weighted) {
+      x = ir::TakeAlong(b, x, 1 + i, ir::ConstantVectorI(b, tp.idx[0], DType::S64));
       continue;
     }
-    Value x1 = ir::TakeAlong(b, x, 1 + i, ir::ConstantVectorI(b, tp.i1, DType::S64));
-    const Dims& d = b.type(x0).dims;
-    Value w0 = ir::BroadcastInDim(b, ir::ConstantVectorF(b, tp.w0, ct), d, {1 + i});
-    Value w1 = ir::BroadcastInDim(b, ir::ConstantVectorF(b, tp.w1, ct), d, {1 + i});
-    x = ir::Binary(b, "stablehlo.add", ir::Binary(b, "stablehlo.multiply", w0, x0),
-                   ir::Binary(b, "stablehlo.multiply", w1, x1));
+    Value acc;
+    for (size_t k = 0; k < tp.idx.size(); ++k) {
+      Value xk = ir::TakeAlong(b, x, 1 + i, ir::ConstantVectorI(b, tp.idx[k], DType::S64));
+      Value wk = ir::BroadcastInDim(b, ir::ConstantVectorF(b, tp.w[k], ct), b.type(xk).dims, {1 + i});
+      Value term = ir::Binary(b, "stablehlo.multiply", wk, xk);
+      acc = acc.valid() ? ir::Binary(b, "stablehlo.add", acc, term) : term;
+    }
+    x = acc;
   }
   return {ir::Convert(b, x, out[0].dtype)};
 }
@@ -267,22 +304,22 @@ VS LowerUpsampleGrad(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   const int64_t nd = a.ints[0];
   const ir::TensorType gt = b.type(in[0]);
   const DType ct = ComputeType(out[0].dtype);
+  const bool weighted = a.ints[1] == kLinear || a.ints[1] == kCubic;
   Value g = ir::Convert(b, in[0], ct);
   for (int64_t i = nd - 1; i >= 0; --i) {
     const int64_t n = out[0].dims[1 + i], o = gt.dims[1 + i];
     Taps tp = TapsFor(a, i, n, o, ct);
-    Value i0 = ir::ConstantVectorI(b, tp.i0, DType::S64);
-    if (a.ints[1] != kLinear) {
-      g = ir::ScatterAddAlong(b, g, 1 + i, i0, n);
-      continue;
+    const ir::Dims d = b.type(g).dims;
+    Value acc;
+    for (size_t k = 0; k < tp.idx.size(); ++k) {
+      Value gk = g;
+      if (weighted)
+        gk = ir::Binary(b, "stablehlo.multiply", g,
+                        ir::BroadcastInDim(b, ir::ConstantVectorF(b, tp.w[k], ct), d, {1 + i}));
+      Value s = ir::ScatterAddAlong(b, gk, 1 + i, ir::ConstantVectorI(b, tp.idx[k], DType::S64), n);
+      acc = acc.valid() ? ir::Binary(b, "stablehlo.add", acc, s) : s;
     }
-    const Dims d = b.type(g).dims;
-    Value w0 = ir::BroadcastInDim(b, ir::ConstantVectorF(b, tp.w0, ct), d, {1 + i});
-    Value w1 = ir::BroadcastInDim(b, ir::ConstantVectorF(b, tp.w1, ct), d, {1 + i});
-    Value g0 = ir::ScatterAddAlong(b, ir::Binary(b, "stablehlo.multiply", g, w0), 1 + i, i0, n);
-    Value g1 = ir::ScatterAddAlong(b, ir::Binary(b, "stablehlo.multiply", g, w1), 1 + i,
-                                   ir::ConstantVectorI(b, tp.i1, DType::S64), n);
-    g = ir::Binary(b, "stablehlo.add", g0, g1);
+    g = acc;
   }
   return {ir::Convert(b, g, out[0].dtype)};
 }
@@ -386,6 +423,17 @@ Tensor upsample_trilinear3d_tpu(const Tensor& self, at::IntArrayRef os, bool ac,
                   m.sizes());
 }
 
+Tensor upsample_bicubic2d_tpu(const Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
+  CheckRank("upsample_bicubic2d", self, 2);
+  Tensor m = at::upsample_bicubic2d(MetaOf(self), os, ac, sh, sw);
+  return Upsample("upsample_bicubic2d", self, 2, UpAttrs(2, kCubic, ac, {sh, sw}), m.sizes());
+}
+Tensor upsample_bicubic2d_backward_tpu(const Tensor& g, at::IntArrayRef os, at::IntArrayRef is,
+                                       bool ac, OptD sh, OptD sw) {
+  return UpsampleGrad("upsample_bicubic2d_backward", g, 2, UpAttrs(2, kCubic, ac, {sh, sw}), os,
+                      is);
+}
+
 Tensor upsample_nearest1d_backward_tpu(const Tensor& g, at::IntArrayRef os, at::IntArrayRef is,
                                        OptD s) {
   return UpsampleGrad("upsample_nearest1d_backward", g, 1, UpAttrs(1, kNearest, false, {s}), os,
@@ -464,6 +512,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_linear1d_backward", TORCH_FN(upsample_linear1d_backward_tpu));
   m.impl("upsample_bilinear2d_backward", TORCH_FN(upsample_bilinear2d_backward_tpu));
   m.impl("upsample_trilinear3d_backward", TORCH_FN(upsample_trilinear3d_backward_tpu));
+  m.impl("upsample_bicubic2d", TORCH_FN(upsample_bicubic2d_tpu));
+  m.impl("upsample_bicubic2d_backward", TORCH_FN(upsample_bicubic2d_backward_tpu));
 }
 
 }  // namespace tpu::ops

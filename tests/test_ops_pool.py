@@ -172,3 +172,20 @@ def test_pooling_cnn_block(highest_matmul_precision):
     for (n, pc), (_, pt) in zip(net.named_parameters(), dev.named_parameters()):
         assert_close(pt.grad.cpu(), pc.grad, atol=1e-3, rtol=1e-3, msg=n)
 
+
+
+# ------------------------------------------------------------- max_unpool --
+
+def test_max_unpool():
+    x = torch.randn(2, 3, 8, 6)
+    v, i = F.max_pool2d(x, 2, return_indices=True)
+    compare_grad(lambda t: F.max_unpool2d(t, i.to(t.device), 2), v)
+    compare_grad(lambda t: F.max_unpool2d(t, i.to(t.device), 2, output_size=(9, 7)), v)
+    compare_grad(lambda t: F.max_unpool2d(t, i[0].to(t.device), 2), v[0])  # unbatched
+    x3 = torch.randn(1, 2, 4, 6, 4)
+    v3, i3 = F.max_pool3d(x3, 2, return_indices=True)
+    compare_grad(lambda t: F.max_unpool3d(t, i3.to(t.device), 2), v3)
+    v1, i1 = F.max_pool1d(torch.randn(2, 3, 10), 2, return_indices=True)
+    compare_grad(lambda t: F.max_unpool1d(t, i1.to(t.device), 2), v1)
+    with pytest.raises(RuntimeError, match="Shape of input must match"):
+        F.max_unpool2d(v.to(TPU), i[:, :2].to(TPU), 2)

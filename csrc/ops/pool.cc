@@ -10,6 +10,7 @@
 // Adaptive average pooling is separable: one 0/1 window-membership matrix per
 // spatial dim, contracted in turn; adaptive max pooling gathers each output's
 // window (padded to the largest window by repeating an element of it).
+// max_unpool writes the values at their flat indices in zeroed planes.
 #include <ATen/ops/_adaptive_avg_pool2d.h>
 #include <ATen/ops/_adaptive_avg_pool3d.h>
 #include <ATen/ops/adaptive_max_pool2d.h>
@@ -563,6 +564,70 @@ Tensor adaptive_max_pool3d_backward_tpu(const Tensor& grad, const Tensor& self,
   return IndexGrad("adaptive_max_pool3d_backward", grad, self, indices, 3);
 }
 
+// ---- max_unpool: values written at their flat indices in zeroed planes ----
+
+// ins = (x [B, Q], indices [B, Q]); out = [B, P].
+VS LowerMaxUnpool(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::Dims xd = b.type(in[0]).dims;
+  const int64_t B = xd[0], q = xd[1], plane = out[0].dims[1];
+  Value idx = ir::Convert(b, in[1], DType::S64);
+  // Out-of-range indices go past the end and are dropped.
+  Value bad = ir::Binary(b, "stablehlo.or",
+                         ir::Compare(b, idx, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {B, q}), ir::Cmp::LT),
+                         ir::Compare(b, idx, ir::Full(b, ir::ConstantI(b, plane, DType::S64), {B, q}), ir::Cmp::GE));
+  Value flat = ir::Binary(b, "stablehlo.add",
+                          ir::Binary(b, "stablehlo.multiply", ir::Iota(b, {B, q}, 0, DType::S64),
+                                     ir::Full(b, ir::ConstantI(b, plane, DType::S64), {B, q})),
+                          idx);
+  flat = ir::Select(b, bad, ir::Full(b, ir::ConstantI(b, B * plane, DType::S64), {B, q}), flat);
+  Value zeros = ir::Full(b, ir::ConstantI(b, 0, out[0].dtype), {B * plane});
+  Value r = ir::Put(b, zeros, ir::Reshape(b, flat, {B * q}),
+                    ir::Reshape(b, ir::Convert(b, in[0], out[0].dtype), {B * q}));
+  return {ir::Reshape(b, r, out[0].dims)};
+}
+constexpr lazy::Lowering kMaxUnpool{"aten::max_unpool", &LowerMaxUnpool};
+
+Tensor MaxUnpool(const char* op, const Tensor& self, const Tensor& indices,
+                 at::IntArrayRef output_size, int64_t nd) {
+  CheckTpu(op, self, "self");
+  CheckTpu(op, indices, "indices");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, op, ": elements in indices should be type int64 "
+              "but got: ", indices.scalar_type());
+  TORCH_CHECK(static_cast<int64_t>(output_size.size()) == nd, op,
+              ": There should be exactly ", nd, " elements (depth, height, width) in output_size, "
+              "but got ", output_size.size(), " elements.");
+  TORCH_CHECK(self.dim() == nd + 1 || self.dim() == nd + 2, op, ": Input to max_unpooling should "
+              "be a ", nd + 1, "d or ", nd + 2, "d Tensor, but got a tensor with ", self.dim(),
+              " dimensions.");
+  TORCH_CHECK(self.sizes() == indices.sizes(), op, ": Shape of input must match shape of indices");
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TORCH_CHECK(self.size(i) > 0, op, ": Expected input to have non-zero size for non-batch "
+                "dimensions, but got ", self.sizes());
+  std::vector<int64_t> os(self.sizes().begin(), self.sizes().end() - nd);
+  int64_t plane = 1;
+  for (int64_t v : output_size) {
+    os.push_back(v);
+    plane *= v;
+  }
+  if (c10::multiply_integers(os) == 0 || self.numel() == 0)
+    return at::zeros(os, self.options());
+  int64_t lead = 1;
+  for (int64_t i = 0; i < self.dim() - nd; ++i) lead *= self.size(i);
+  Tensor x = self.reshape({lead, -1}), ix = indices.reshape({lead, -1});
+  return Run1(kMaxUnpool, {}, {OperandOf(x), OperandOf(ix)}, TypeOf({lead, plane}, self.scalar_type()))
+      .reshape(os);
+}
+Tensor max_unpool2d_tpu(const Tensor& self, const Tensor& indices, at::IntArrayRef output_size) {
+  return MaxUnpool("max_unpool2d", self, indices, output_size, 2);
+}
+Tensor max_unpool3d_tpu(const Tensor& self, const Tensor& indices, at::IntArrayRef output_size,
+                        at::IntArrayRef stride, at::IntArrayRef padding) {
+  TORCH_CHECK(stride.size() == 3 && padding.size() == 3,
+              "max_unpool3d: There should be exactly three elements (depth, height, width) in "
+              "stride and padding");
+  return MaxUnpool("max_unpool3d", self, indices, output_size, 3);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -582,6 +647,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("adaptive_max_pool3d", TORCH_FN(adaptive_max_pool3d_tpu));
   m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max_pool2d_backward_tpu));
   m.impl("adaptive_max_pool3d_backward", TORCH_FN(adaptive_max_pool3d_backward_tpu));
+  m.impl("max_unpool2d", TORCH_FN(max_unpool2d_tpu));
+  m.impl("max_unpool3d", TORCH_FN(max_unpool3d_tpu));
 }
 
 }  // namespace tpu::ops

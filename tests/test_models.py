@@ -66,11 +66,8 @@ KNOWN_FAILURES = {
     ("hubert", "model"): ("aten::_weight_norm_interface", "aten::_ctc_loss"),
     # The sigmoid loss builds its labels with torch.eye.
     ("siglip", "model"): "aten::eye",
-    # nn.Module.to("tpu") unties shared parameters (see check_tied_weights).
-    ("tied-weights", "integration"): "untied",
-    # Trainer's default optimizer is AdamW(fused=True), and Trainer re-ties
-    # weights after .to(device) only for torch_xla.
-    ("trainer", "integration"): ("aten::_fused_adamw_", "untied"),
+    # Trainer's default optimizer is AdamW(fused=True).
+    ("trainer", "integration"): "aten::_fused_adamw_",
 }
 
 pytestmark = pytest.mark.skipif(

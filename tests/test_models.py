@@ -49,11 +49,6 @@ CI_MODES = ("strict", "fused")
 # another op that tpu does not implement yet (ops are being added); a wrong
 # value always fails.
 KNOWN_FAILURES = {
-    # generate(): the stopping criteria (EOS check) call torch.isin.
-    ("llama", "generate"): "aten::isin",
-    ("gpt2", "generate"): "aten::isin",
-    ("whisper", "generate"): "aten::isin",
-    ("t5", "generate"): "aten::isin",
     # On tpu, transformers' MoE takes its grouped_mm path: tokens per expert
     # counted with torch.histc (eager), and torch._grouped_mm on f32, which
     # torch's meta function refuses (BF16 only) under torch.compile.

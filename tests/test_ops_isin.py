@@ -1,0 +1,31 @@
+"""isin on tpu against CPU: tensor/scalar forms, invert, dtype promotion,
+NaN, empty sets, out=."""
+
+import pytest
+import torch
+
+TPU = torch.device("tpu")
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin_tensor_forms(invert):
+    e, t = torch.randint(0, 12, (4, 5)), torch.randint(0, 12, (7,))
+    assert torch.equal(torch.isin(e.to(TPU), t.to(TPU), invert=invert).cpu(), torch.isin(e, t, invert=invert))
+    assert torch.equal(torch.isin(e.to(TPU), 3, invert=invert).cpu(), torch.isin(e, 3, invert=invert))
+    assert torch.equal(torch.isin(3, t.to(TPU), invert=invert).cpu(), torch.isin(3, t, invert=invert))
+
+
+def test_isin_promotion_nan_empty_and_out():
+    e = torch.tensor([1.0, 2.5, float("nan"), 3.0])
+    t = torch.tensor([2.5, float("nan"), 3])
+    assert torch.equal(torch.isin(e.to(TPU), t.to(TPU)).cpu(), torch.isin(e, t))  # NaN is never in
+    ei = torch.tensor([1, 2, 3])
+    assert torch.equal(torch.isin(ei.to(TPU), torch.tensor([2.0, 3.5]).to(TPU)).cpu(),
+                       torch.isin(ei, torch.tensor([2.0, 3.5])))
+    empty = torch.tensor([], dtype=torch.long)
+    for inv in (False, True):
+        assert torch.equal(torch.isin(ei.to(TPU), empty.to(TPU), invert=inv).cpu(),
+                           torch.isin(ei, empty, invert=inv))
+    out = torch.empty(3, dtype=torch.bool, device=TPU)
+    torch.isin(ei.to(TPU), torch.tensor([3]).to(TPU), out=out)
+    assert out.cpu().tolist() == [False, False, True]

@@ -220,3 +220,29 @@ def test_trace_eye_and_binary_functions():
     h = torch.tensor([inf, 3.0, 0.0, 1e30])
     assert_close(torch.hypot(h.to(TPU), torch.tensor([nan, 4.0, 0.0, 1e30], device=TPU)).cpu(),
                  torch.hypot(h, torch.tensor([nan, 4.0, 0.0, 1e30])))
+
+
+def test_nanmedian_aminmax_count_nonzero_signbit_exp2():
+    x = torch.randn(5, 7)
+    x[2, 3] = float("nan")
+    x[0, :3] = float("nan")
+    for d in [0, 1]:
+        ev, ei = torch.nanmedian(x, d)
+        av, ai = torch.nanmedian(x.to(TPU), d)
+        assert_close(av.cpu(), ev, equal_nan=True)
+        assert torch.equal(ai.cpu(), ei)
+    assert_close(torch.nanmedian(x.to(TPU)).cpu(), torch.nanmedian(x))
+    compare_grad(lambda t: torch.nanmedian(t, 1).values, torch.randn(4, 6))
+    y = torch.randn(4, 6)
+    for kw in [{}, dict(dim=1), dict(dim=0, keepdim=True)]:
+        for e, a in zip(torch.aminmax(y, **kw), torch.aminmax(y.to(TPU), **kw)):
+            assert a.shape == e.shape
+            assert_close(a.cpu(), e)
+    assert torch.equal(torch.count_nonzero(x.to(TPU), 1).cpu(), torch.count_nonzero(x, 1))
+    assert torch.count_nonzero(torch.tensor([0, 2, 0, 3], device=TPU)).item() == 2
+    z = torch.tensor([-0.0, 0.0, -1.0, float("nan"), -float("nan"), 3.0])
+    assert torch.equal(torch.signbit(z.to(TPU)).cpu(), torch.signbit(z))
+    assert torch.equal(torch.signbit(torch.tensor([-2, 0, 5], device=TPU)).cpu(),
+                       torch.tensor([True, False, False]))
+    compare_grad(torch.exp2, torch.randn(20) * 4, atol=1e-5, rtol=1e-5)
+    assert torch.equal(torch.exp2(torch.arange(8).to(TPU)).cpu(), torch.exp2(torch.arange(8)))

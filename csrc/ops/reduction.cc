@@ -3,6 +3,7 @@
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/ops/dot.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/ne.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/native/Resize.h>
 #include <ATen/WrapDimUtils.h>
@@ -521,7 +522,36 @@ VS LowerKth(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   limit[dim] = k + 1;
   Value v = ir::Reshape(b, ir::Slice(b, sorted[0], start, limit, one), out[0].dims);
   Value i = ir::Reshape(b, ir::Slice(b, sorted[1], start, limit, one), out[1].dims);
-  if (a.ints[2] && is_float) {
+  if (a.ints[2] == 2) {  // nanmedian: the lower median of the non-NaN values of each slice
+    ir::Dims keep;
+    for (int64_t j = 0; j < t.rank(); ++j)
+      if (j != dim) keep.push_back(j);
+    Value valid = ir::Convert(b, ir::Compare(b, in[0], in[0], ir::Cmp::EQ), DType::S64);
+    Value cnt = ir::Reduce(b, valid, ir::ConstantI(b, 0, DType::S64), {dim}, "stablehlo.add");
+    const ir::Dims cd = b.type(cnt).dims;
+    Value kk = ir::Binary(b, "stablehlo.divide",
+                          ir::Binary(b, "stablehlo.maximum",
+                                     ir::Binary(b, "stablehlo.subtract", cnt, ir::Full(b, ir::ConstantI(b, 1, DType::S64), cd)),
+                                     ir::Full(b, ir::ConstantI(b, 0, DType::S64), cd)),
+                          ir::Full(b, ir::ConstantI(b, 2, DType::S64), cd));
+    Value pick = ir::Compare(b, ir::Iota(b, t.dims, dim, DType::S64), ir::BroadcastInDim(b, kk, t.dims, keep),
+                             ir::Cmp::EQ);
+    Value zv = ir::Full(b, ir::ConstantI(b, 0, t.dtype), t.dims);
+    Value zi = ir::Full(b, ir::ConstantI(b, 0, DType::S64), t.dims);
+    v = ir::Reshape(b, ir::Reduce(b, ir::Select(b, pick, sorted[0], zv), ir::ConstantI(b, 0, t.dtype), {dim},
+                                  "stablehlo.add"), out[0].dims);
+    // All-NaN slices: the sorted first element (a NaN).
+    Value first = ir::Reshape(b, ir::Slice(b, sorted[0], ir::Dims(t.rank(), 0), [&] {
+      ir::Dims l = t.dims;
+      l[dim] = 1;
+      return l;
+    }(), one), out[0].dims);
+    Value none = ir::Compare(b, ir::Reshape(b, cnt, out[0].dims),
+                             ir::Full(b, ir::ConstantI(b, 0, DType::S64), out[0].dims), ir::Cmp::EQ);
+    v = ir::Select(b, none, first, v);
+    i = ir::Reshape(b, ir::Reduce(b, ir::Select(b, pick, sorted[1], zi), ir::ConstantI(b, 0, DType::S64), {dim},
+                                  "stablehlo.add"), out[1].dims);
+  } else if (a.ints[2] && is_float) {
     const int64_t n = t.dims[dim];
     ir::Dims first = t.dims, fs(t.rank(), 0);
     fs[dim] = n - 1;  // NaNs sort last: the last element is NaN if any is
@@ -541,7 +571,7 @@ VS LowerKth(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
 constexpr lazy::Lowering kKth{"aten::kthvalue", &LowerKth};
 
 std::tuple<Tensor, Tensor> KthAlong(const char* op, const Tensor& self, int64_t k0, int64_t dim,
-                                    bool keepdim, bool nan_propagates) {
+                                    bool keepdim, int64_t nan_mode) {
   CheckTpu(op, self, "self");
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   const int64_t d = at::maybe_wrap_dim(dim, x.dim());
@@ -549,7 +579,7 @@ std::tuple<Tensor, Tensor> KthAlong(const char* op, const Tensor& self, int64_t 
   std::vector<int64_t> os;
   for (int64_t j = 0; j < x.dim(); ++j)
     if (j != d) os.push_back(x.size(j));
-  auto r = Run(kKth, {{d, k0, nan_propagates ? 1 : 0}, {}, {}}, {OperandOf(x)},
+  auto r = Run(kKth, {{d, k0, nan_mode}, {}, {}}, {OperandOf(x)},
                {TypeOf(os, self.scalar_type()), TypeOf(os, at::kLong)});
   Tensor v = r[0], i = r[1];
   if (self.dim() == 0) return {v.reshape({}), i.reshape({})};
@@ -563,7 +593,7 @@ std::tuple<Tensor, Tensor> KthAlong(const char* op, const Tensor& self, int64_t 
 std::tuple<Tensor, Tensor> kthvalue_tpu(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
   const int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
   TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", dim);
-  return KthAlong("kthvalue", self, k - 1, dim, keepdim, false);
+  return KthAlong("kthvalue", self, k - 1, dim, keepdim, 0);
 }
 std::tuple<Tensor&, Tensor&> kthvalue_out_tpu(const Tensor& self, int64_t k, int64_t dim,
                                               bool keepdim, Tensor& v, Tensor& i) {
@@ -577,7 +607,7 @@ std::tuple<Tensor&, Tensor&> kthvalue_out_tpu(const Tensor& self, int64_t k, int
 std::tuple<Tensor&, Tensor&> median_dim_out_tpu(const Tensor& self, int64_t dim, bool keepdim,
                                                 Tensor& v, Tensor& i) {
   const int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
-  auto [rv, ri] = KthAlong("median", self, (n - 1) / 2, dim, keepdim, true);
+  auto [rv, ri] = KthAlong("median", self, (n - 1) / 2, dim, keepdim, 1);
   at::native::resize_output(v, rv.sizes());
   at::native::resize_output(i, ri.sizes());
   v.copy_(rv);
@@ -591,7 +621,72 @@ Tensor median_tpu(const Tensor& self) {
     return r.fill_(std::numeric_limits<double>::quiet_NaN());
   }
   Tensor flat = self.reshape({-1});
-  return std::get<0>(KthAlong("median", flat, (flat.numel() - 1) / 2, 0, false, true));
+  return std::get<0>(KthAlong("median", flat, (flat.numel() - 1) / 2, 0, false, 1));
+}
+std::tuple<Tensor&, Tensor&> nanmedian_dim_out_tpu(const Tensor& self, int64_t dim, bool keepdim,
+                                                   Tensor& v, Tensor& i) {
+  auto [rv, ri] = KthAlong("nanmedian", self, 0, dim, keepdim,
+                           at::isFloatingType(self.scalar_type()) ? 2 : 1);
+  if (!at::isFloatingType(self.scalar_type())) {
+    const int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
+    std::tie(rv, ri) = KthAlong("nanmedian", self, (n - 1) / 2, dim, keepdim, 0);
+  }
+  at::native::resize_output(v, rv.sizes());
+  at::native::resize_output(i, ri.sizes());
+  v.copy_(rv);
+  i.copy_(ri);
+  return {v, i};
+}
+Tensor nanmedian_tpu(const Tensor& self) {
+  CheckTpu("nanmedian", self, "self");
+  if (self.numel() == 0) {
+    Tensor r = EmptyTpu({}, self.scalar_type());
+    return r.fill_(std::numeric_limits<double>::quiet_NaN());
+  }
+  Tensor flat = self.reshape({-1});
+  if (!at::isFloatingType(self.scalar_type()))
+    return std::get<0>(KthAlong("nanmedian", flat, (flat.numel() - 1) / 2, 0, false, 0));
+  return std::get<0>(KthAlong("nanmedian", flat, 0, 0, false, 2));
+}
+
+// ---- aminmax, count_nonzero ----
+
+std::tuple<Tensor&, Tensor&> aminmax_out_tpu(const Tensor& self, std::optional<int64_t> dim,
+                                             bool keepdim, Tensor& mn, Tensor& mx) {
+  CheckTpu("aminmax", self, "self");
+  Tensor lo, hi;
+  if (dim.has_value()) {
+    lo = Extreme("aminmax", kMin, self, at::IntArrayRef{*dim}, keepdim);
+    hi = Extreme("aminmax", kMax, self, at::IntArrayRef{*dim}, keepdim);
+  } else {
+    TORCH_CHECK(self.numel() > 0, "aminmax(): cannot compute aminmax over an empty dimension as "
+                "the operation has no identity.");
+    lo = Extreme("aminmax", kMin, self, std::nullopt, false);
+    hi = Extreme("aminmax", kMax, self, std::nullopt, false);
+    if (keepdim) {
+      std::vector<int64_t> ones(self.dim(), 1);
+      lo = lo.reshape(ones);
+      hi = hi.reshape(ones);
+    }
+  }
+  at::native::resize_output(mn, lo.sizes());
+  at::native::resize_output(mx, hi.sizes());
+  mn.copy_(lo);
+  mx.copy_(hi);
+  return {mn, mx};
+}
+std::tuple<Tensor, Tensor> aminmax_tpu(const Tensor& self, std::optional<int64_t> dim,
+                                       bool keepdim) {
+  Tensor mn = EmptyTpu({0}, self.scalar_type()), mx = EmptyTpu({0}, self.scalar_type());
+  aminmax_out_tpu(self, dim, keepdim, mn, mx);
+  return {mn, mx};
+}
+
+Tensor count_nonzero_tpu(const Tensor& self, at::IntArrayRef dims) {
+  CheckTpu("count_nonzero", self, "self");
+  ReduceMeta m = MetaFor(self, dims.empty() ? at::OptionalIntArrayRef() : dims, false);
+  Tensor nz = at::ne(self, 0);
+  return Run1(kReduce, ReduceAttrs(kSum, at::kLong, m), {OperandOf(nz)}, TypeOf(m.sizes, at::kLong));
 }
 
 // ---- trace ----
@@ -655,6 +750,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("kthvalue.values", TORCH_FN(kthvalue_out_tpu));
   m.impl("median.dim_values", TORCH_FN(median_dim_out_tpu));
   m.impl("median", TORCH_FN(median_tpu));
+  m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_out_tpu));
+  m.impl("nanmedian", TORCH_FN(nanmedian_tpu));
+  m.impl("aminmax", TORCH_FN(aminmax_tpu));
+  m.impl("aminmax.out", TORCH_FN(aminmax_out_tpu));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(count_nonzero_tpu));
   m.impl("trace", TORCH_FN(trace_tpu));
 }
 

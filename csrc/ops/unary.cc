@@ -163,6 +163,18 @@ Value Erf(Builder& b, Value x) {
   return ir::Select(b, big, one, r);
 }
 
+Value Exp2(Builder& b, Value x) { return ir::Binary(b, "stablehlo.power", C(b, 2, x), x); }
+// The sign bit: set for -0.0 and negative NaN too (floats); x < 0 otherwise.
+Value SignBit(Builder& b, Value x) {
+  const ir::TensorType t = b.type(x);
+  if (t.dtype == DType::PRED || ir::IsUnsigned(t.dtype)) return ir::Compare(b, x, x, ir::Cmp::NE);
+  if (!ir::IsFloat(t.dtype)) return ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT);
+  const int bits = ir::BitWidth(t.dtype);
+  const DType it = bits == 64 ? DType::S64 : bits == 32 ? DType::S32 : DType::S16;
+  Value v = b.Op1("stablehlo.bitcast_convert", {x}, ir::TensorType{it, t.dims});
+  return ir::Compare(b, v, ir::Full(b, ir::ConstantI(b, 0, it), t.dims), ir::Cmp::LT);
+}
+
 // Special functions from CHLO (expanded by XLA into polynomial/series code).
 Value Lgamma(Builder& b, Value x) { return b.Op1("chlo.lgamma", {x}, b.type(x)); }
 Value Erfinv(Builder& b, Value x) { return b.Op1("chlo.erf_inv", {x}, b.type(x)); }
@@ -260,6 +272,7 @@ TPU_UNARY(kAtanh, "aten::atanh", Atanh, true)
 TPU_UNARY(kLgamma, "aten::lgamma", Lgamma, true)
 TPU_UNARY(kDigamma, "aten::digamma", Digamma, true)
 TPU_UNARY(kErfinv, "aten::erfinv", Erfinv, true)
+TPU_UNARY(kExp2, "aten::exp2", Exp2, true)
 #undef TPU_UNARY
 
 ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
@@ -335,6 +348,7 @@ TPU_UNARY_KERNELS(atanh, kAtanh)
 TPU_UNARY_KERNELS(lgamma, kLgamma)
 TPU_UNARY_KERNELS(digamma, kDigamma)
 TPU_UNARY_KERNELS(erfinv, kErfinv)
+TPU_UNARY_KERNELS(exp2, kExp2)
 
 #undef TPU_UNARY_KERNELS
 
@@ -358,6 +372,9 @@ Tensor isnan_fn(const Tensor& s) { return Predicate(kIsNan, s); }
 Tensor isposinf_fn(const Tensor& s) { return Predicate(kIsPosInf, s); }
 Tensor isneginf_fn(const Tensor& s) { return Predicate(kIsNegInf, s); }
 Tensor& isposinf_out(const Tensor& s, Tensor& o) { return PredicateOut(kIsPosInf, s, o); }
+constexpr lazy::Lowering kSignBit{"aten::signbit", &LowerUnary<SignBit>};
+Tensor signbit_fn(const Tensor& s) { return Predicate(kSignBit, s); }
+Tensor& signbit_out(const Tensor& s, Tensor& o) { return PredicateOut(kSignBit, s, o); }
 Tensor& isneginf_out(const Tensor& s, Tensor& o) { return PredicateOut(kIsNegInf, s, o); }
 
 // logical_not: computed on the input's dtype, result bool (or out's dtype).
@@ -703,7 +720,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(floor) REG(ceil) REG(round) REG(trunc) REG(sign) REG(silu) REG(bitwise_not) REG(sgn)
   REG(logical_not)
   REG(tan) REG(atan) REG(asin) REG(acos) REG(sinh) REG(cosh) REG(asinh) REG(acosh) REG(atanh)
-  REG(lgamma) REG(digamma) REG(erfinv)
+  REG(lgamma) REG(digamma) REG(erfinv) REG(exp2)
 #undef REG
   m.impl("relu", TORCH_FN(relu_fn));
   m.impl("relu_", TORCH_FN(relu__fn));
@@ -712,6 +729,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isposinf.out", TORCH_FN(isposinf_out));
   m.impl("isneginf", TORCH_FN(isneginf_fn));
   m.impl("isneginf.out", TORCH_FN(isneginf_out));
+  m.impl("signbit", TORCH_FN(signbit_fn));
+  m.impl("signbit.out", TORCH_FN(signbit_out));
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
   m.impl("tanh_backward", TORCH_FN(tanh_backward));
   m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward));

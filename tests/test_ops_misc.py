@@ -209,3 +209,52 @@ def test_bincount_histc_repeat_interleave():
     compare_grad(lambda t: t.repeat_interleave(r.to(t.device), dim=0), xx)
     assert torch.equal(torch.repeat_interleave(torch.tensor([0, 0], device=TPU)).cpu(),
                        torch.repeat_interleave(torch.tensor([0, 0])))
+
+
+# ------------------------------------- take, put_, tri indices, unique, renorm --
+
+def test_take_put():
+    x = torch.randn(4, 5)
+    i = torch.tensor([[0, -1], [7, 19]])
+    assert torch.equal(torch.take(x.to(TPU), i.to(TPU)).cpu(), torch.take(x, i))
+    compare_grad(lambda t: torch.take(t, i.to(t.device)), x)
+    for acc in [False, True]:
+        idx = torch.tensor([1, 3, -2, 1]) if acc else torch.tensor([1, 3, -2])
+        src = torch.randn(idx.numel())
+        expected = x.clone().put_(idx, src, accumulate=acc)
+        actual = x.to(TPU).put_(idx.to(TPU), src.to(TPU), accumulate=acc)
+        assert_close(actual.cpu(), expected)
+    compare_grad(lambda t, s: t.put(torch.tensor([2, 4]).to(t.device), s), x, torch.randn(2))
+
+
+def test_tril_triu_indices():
+    for args in [(4, 3, 1), (3, 5, -1), (5, 5, 0), (0, 3, 0)]:
+        assert torch.equal(torch.tril_indices(*args, device=TPU).cpu(), torch.tril_indices(*args))
+        assert torch.equal(torch.triu_indices(*args, device=TPU).cpu(), torch.triu_indices(*args))
+    assert torch.tril_indices(3, 3, dtype=torch.int32, device=TPU).dtype == torch.int32
+
+
+@pytest.mark.parametrize("t", [
+    torch.tensor([3, 1, 2, 3, 3, 1, 5]), torch.tensor([2.0, float("nan"), 1.0, 2.0, float("nan")]),
+    torch.tensor([[0, 2, 2], [1, 0, 3]]), torch.tensor([True, False, True]),
+], ids=["int", "nan", "2d", "bool"])
+def test_unique(t):
+    for fn in [torch.unique, torch.unique_consecutive]:
+        expected = fn(t, return_inverse=True, return_counts=True)
+        actual = fn(t.to(TPU), return_inverse=True, return_counts=True)
+        for e, a in zip(expected, actual):
+            assert a.shape == e.shape and a.dtype == e.dtype
+            assert_close(a.cpu(), e, equal_nan=True)
+    assert torch.equal(torch.unique(t.to(TPU)).cpu(), torch.unique(t)) or t.is_floating_point()
+    assert torch.unique(torch.empty(0, device=TPU)).shape == (0,)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_embedding_max_norm(norm_type):
+    w = torch.randn(10, 4) * 3
+    idx = torch.tensor([[1, 2], [2, 5]])
+    wc, wt = w.clone(), w.to(TPU)
+    out_c = F.embedding(idx, wc, max_norm=1.0, norm_type=norm_type)
+    out_t = F.embedding(idx.to(TPU), wt, max_norm=1.0, norm_type=norm_type)
+    assert_close(wt.cpu(), wc, atol=1e-6, rtol=1e-5)  # renormalized in place
+    assert_close(out_t.cpu(), out_c, atol=1e-6, rtol=1e-5)

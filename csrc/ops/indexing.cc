@@ -14,6 +14,8 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/take_along_dim.h>
+#include <ATen/ops/tril_indices.h>
+#include <ATen/ops/triu_indices.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/ScatterGatherChecks.h>
@@ -1128,6 +1130,221 @@ Tensor repeat_interleave_tensor(const Tensor& repeats, std::optional<int64_t> ou
   if (total == 0) return EmptyTpu({0}, repeats.scalar_type());
   return Run1(kRepeatInterleave, {}, {OperandOf(repeats)}, TypeOf({total}, repeats.scalar_type()));
 }
+
+// ---- take, put_ ----
+
+// ins = (flat [n], index [m...]); out = index-shaped.
+VS LowerTake(Builder& b, const VS& in, const lazy::Attrs&, const TT&) {
+  const int64_t n = b.type(in[0]).dims[0];
+  return {ir::Take(b, in[0], WrapIndex(b, in[1], n))};
+}
+constexpr lazy::Lowering kTake{"aten::take", &LowerTake};
+
+Tensor take_tpu(const Tensor& self, const Tensor& index) {
+  CheckTpu("take", self, "self");
+  CheckTpu("take", index, "index");
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, "
+                    "but got ", index.scalar_type());
+  TORCH_CHECK_INDEX(!(self.numel() == 0 && index.numel() != 0),
+                    "take(): tried to take from an empty tensor");
+  if (index.numel() == 0) return EmptyTpu(index.sizes(), self.scalar_type());
+  return Run1(kTake, {}, {OperandOf(self.reshape({-1})), OperandOf(index)},
+              TypeOf(index.sizes(), self.scalar_type()));
+}
+Tensor& take_out_tpu(const Tensor& self, const Tensor& index, Tensor& out) {
+  Tensor r = take_tpu(self, index);
+  PrepareOut("take", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
+// ins = (flat self [n], index [m], source [m]); ints = (accumulate).
+VS LowerPut(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t n = b.type(in[0]).dims[0];
+  Value idx = WrapIndex(b, in[1], n);
+  Value src = ir::Convert(b, in[2], out[0].dtype);
+  if (a.ints[0]) {
+    const bool pred = out[0].dtype == DType::PRED;
+    Value add = ir::ScatterAddAlong(b, pred ? ir::Convert(b, src, DType::S64) : src, 0, idx, n);
+    if (pred) add = ir::Convert(b, add, DType::PRED);
+    return {ir::Binary(b, pred ? "stablehlo.or" : "stablehlo.add", in[0], add)};
+  }
+  return {ir::Put(b, in[0], idx, src)};
+}
+constexpr lazy::Lowering kPut{"aten::put_", &LowerPut};
+
+Tensor& put_tpu(Tensor& self, const Tensor& index, const Tensor& source, bool accumulate) {
+  CheckTpu("put_", self, "self");
+  CheckTpu("put_", index, "index");
+  CheckTpu("put_", source, "source");
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "put_(): Expected a long tensor for index, "
+                    "but got ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to "
+              "have the same dtype, but got self.dtype = ", self.scalar_type(),
+              " and source.dtype = ", source.scalar_type());
+  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the "
+              "same number of elements, but got source.numel() = ", source.numel(),
+              ", index.numel() = ", index.numel());
+  if (index.numel() == 0) return self;
+  TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  Tensor flat = self.reshape({-1});
+  Tensor r = Run1(kPut, {{accumulate ? 1 : 0}, {}, {}},
+                  {OperandOf(flat), OperandOf(index.reshape({-1})), OperandOf(source.reshape({-1}))},
+                  TypeOf({self.numel()}, self.scalar_type()));
+  self.copy_(r.view(self.sizes()));
+  return self;
+}
+
+// ---- tril_indices / triu_indices: computed on the host, uploaded ----
+
+Tensor TriIndices(bool lower, int64_t row, int64_t col, int64_t offset,
+                  std::optional<at::ScalarType> dtype) {
+  const auto dt = dtype.value_or(at::kLong);
+  Tensor host = lower ? at::tril_indices(row, col, offset, at::TensorOptions().dtype(dt))
+                      : at::triu_indices(row, col, offset, at::TensorOptions().dtype(dt));
+  return host.to(c10::Device(c10::DeviceType::PrivateUse1, 0));
+}
+Tensor tril_indices_tpu(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+  return TriIndices(true, row, col, offset, dtype);
+}
+Tensor triu_indices_tpu(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                        std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+  return TriIndices(false, row, col, offset, dtype);
+}
+
+// ---- unique: sort, then mark the first element of each run ----
+
+// ins = (x [n]); ints = (sort); out = (count s64 0-d). Runs of equal values
+// (each NaN its own run) in the sorted (or given) order.
+Value RunStarts(Builder& b, Value v) {
+  const int64_t n = b.type(v).dims[0];
+  Value prev = ir::Slice(b, v, {0}, {n - 1}, {1});
+  Value cur = ir::Slice(b, v, {1}, {n}, {1});
+  Value differs = ir::Compare(b, cur, prev, ir::Cmp::NE);
+  if (b.type(v).dtype == DType::PRED) differs = ir::Binary(b, "stablehlo.xor", cur, prev);
+  return ir::Concatenate(b, {ir::Full(b, ir::ConstantI(b, 1, DType::PRED), {1}), differs}, 0);
+}
+
+std::vector<Value> SortedWithIndex(Builder& b, Value x, bool sort) {
+  const int64_t n = b.type(x).dims[0];
+  Value idx = ir::Iota(b, {n}, 0, DType::S64);
+  if (!sort) return {x, idx};
+  const bool is_float = ir::IsFloat(b.type(x).dtype);
+  return ir::Sort(b, {x, idx}, 0, true, [is_float](Builder& rb, const VS& v) {
+    Value lt = ir::Compare(rb, v[0], v[1], ir::Cmp::LT);
+    if (!is_float) return VS{lt};
+    Value an = ir::Compare(rb, v[0], v[0], ir::Cmp::NE);
+    Value bn = ir::Compare(rb, v[1], v[1], ir::Cmp::NE);
+    return VS{ir::Binary(rb, "stablehlo.or", lt,
+                         ir::Binary(rb, "stablehlo.and", bn, ir::Unary(rb, "stablehlo.not", an)))};
+  });
+}
+
+VS LowerUniqueCount(Builder& b, const VS& in, const lazy::Attrs& a, const TT&) {
+  auto sorted = SortedWithIndex(b, in[0], a.ints[0] != 0);
+  Value starts = ir::Convert(b, RunStarts(b, sorted[0]), DType::S64);
+  return {ir::Reduce(b, starts, ir::ConstantI(b, 0, DType::S64), {0}, "stablehlo.add")};
+}
+constexpr lazy::Lowering kUniqueCount{"aten::_unique2.count", &LowerUniqueCount};
+
+// ins = (x [n]); ints = (sort); out = (values [u], inverse [n], counts [u]).
+VS LowerUnique(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const int64_t n = b.type(in[0]).dims[0], u = out[0].dims[0];
+  auto sorted = SortedWithIndex(b, in[0], a.ints[0] != 0);
+  Value starts = RunStarts(b, sorted[0]);
+  Value group = ir::Binary(b, "stablehlo.subtract",
+                           ir::CumReduce(b, ir::Convert(b, starts, DType::S64),
+                                         ir::ConstantI(b, 0, DType::S64), 0, "stablehlo.add"),
+                           ir::Full(b, ir::ConstantI(b, 1, DType::S64), {n}));
+  // The value of each group goes to its slot (from the run's first element).
+  Value slot = ir::Select(b, starts, group, ir::Full(b, ir::ConstantI(b, u, DType::S64), {n}));
+  Value values = ir::Put(b, ir::Full(b, ir::ConstantI(b, 0, out[0].dtype), {u}), slot, sorted[0]);
+  Value inverse = ir::Put(b, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {n}), sorted[1], group);
+  Value counts = ir::ScatterAddAlong(b, ir::Full(b, ir::ConstantI(b, 1, DType::S64), {n}), 0, group, u);
+  return {values, inverse, counts};
+}
+constexpr lazy::Lowering kUnique{"aten::_unique2", &LowerUnique};
+
+std::tuple<Tensor, Tensor, Tensor> Unique(const char* op, const Tensor& self, bool sort,
+                                          bool return_inverse, bool return_counts) {
+  CheckTpu(op, self, "self");
+  if (self.numel() == 0) {
+    return {EmptyTpu({0}, self.scalar_type()),
+            EmptyTpu(return_inverse ? self.sizes() : at::IntArrayRef{0}, at::kLong),
+            EmptyTpu({0}, at::kLong)};
+  }
+  Tensor flat = self.reshape({-1});
+  const int64_t n = flat.numel();
+  const int64_t u = Run1(kUniqueCount, {{sort ? 1 : 0}, {}, {}}, {OperandOf(flat)},
+                         TypeOf({}, at::kLong)).item<int64_t>();
+  auto r = Run(kUnique, {{sort ? 1 : 0}, {}, {}}, {OperandOf(flat)},
+               {TypeOf({u}, self.scalar_type()), TypeOf({n}, at::kLong), TypeOf({u}, at::kLong)});
+  Tensor inverse = return_inverse ? r[1].reshape(self.sizes()) : EmptyTpu({0}, at::kLong);
+  Tensor counts = return_counts ? r[2] : EmptyTpu({0}, at::kLong);
+  return {r[0], inverse, counts};
+}
+std::tuple<Tensor, Tensor, Tensor> unique2_tpu(const Tensor& self, bool sorted,
+                                               bool return_inverse, bool return_counts) {
+  // Sorted either way: the values come out in ascending order (as CPU's
+  // sort-based path does).
+  (void)sorted;
+  return Unique("_unique2", self, true, return_inverse, return_counts);
+}
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive_tpu(const Tensor& self, bool return_inverse,
+                                                          bool return_counts,
+                                                          std::optional<int64_t> dim) {
+  TORCH_CHECK(!dim.has_value() || self.dim() <= 1,
+              "unique_consecutive: dim is not supported on tpu yet (except for 1-d inputs)");
+  return Unique("unique_consecutive", self, false, return_inverse, return_counts);
+}
+
+// ---- embedding_renorm_: rows at the indices scaled to at most max_norm ----
+
+// ins = (weight [V, D], indices [L]); floats = (max_norm, norm_type).
+VS LowerEmbeddingRenorm(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const ir::Dims d = b.type(in[0]).dims;
+  const DType ct = ir::BitWidth(out[0].dtype) < 32 ? DType::F32 : out[0].dtype;
+  const int64_t v = d[0], l = b.type(in[1]).dims[0];
+  const double max_norm = a.floats[0], p = a.floats[1];
+  Value w = ir::Convert(b, in[0], ct);
+  Value ab = ir::Unary(b, "stablehlo.abs", w);
+  Value norm;
+  if (std::isinf(p)) {
+    norm = ir::Reduce(b, ab, ir::ConstantF(b, 0.0, ct), {1}, "stablehlo.maximum");
+  } else if (p == 1) {
+    norm = ir::Reduce(b, ab, ir::ConstantF(b, 0.0, ct), {1}, "stablehlo.add");
+  } else {
+    Value pw = ir::Binary(b, "stablehlo.power", ab, ir::Full(b, ir::ConstantF(b, p, ct), d));
+    norm = ir::Reduce(b, pw, ir::ConstantF(b, 0.0, ct), {1}, "stablehlo.add");
+    norm = ir::Binary(b, "stablehlo.power", norm, ir::Full(b, ir::ConstantF(b, 1.0 / p, ct), {v}));
+  }
+  Value touched = ir::ScatterAddAlong(b, ir::Full(b, ir::ConstantI(b, 1, DType::S64), {l}), 0,
+                                      WrapIndex(b, in[1], v), v);
+  Value over = ir::Binary(b, "stablehlo.and",
+                          ir::Compare(b, touched, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {v}), ir::Cmp::GT),
+                          ir::Compare(b, norm, ir::Full(b, ir::ConstantF(b, max_norm, ct), {v}), ir::Cmp::GT));
+  Value scale = ir::Binary(b, "stablehlo.divide", ir::Full(b, ir::ConstantF(b, max_norm, ct), {v}),
+                           ir::Binary(b, "stablehlo.add", norm, ir::Full(b, ir::ConstantF(b, 1e-7, ct), {v})));
+  scale = ir::Select(b, over, scale, ir::Full(b, ir::ConstantF(b, 1.0, ct), {v}));
+  Value r = ir::Binary(b, "stablehlo.multiply", w, ir::BroadcastInDim(b, scale, d, {0}));
+  return {ir::Convert(b, r, out[0].dtype)};
+}
+constexpr lazy::Lowering kEmbeddingRenorm{"aten::embedding_renorm_", &LowerEmbeddingRenorm};
+
+Tensor& embedding_renorm_tpu(Tensor& self, const Tensor& indices, double max_norm,
+                             double norm_type) {
+  CheckTpu("embedding_renorm_", self, "self");
+  CheckTpu("embedding_renorm_", indices, "indices");
+  TORCH_CHECK(self.dim() == 2, "embedding_renorm_: self must be 2-D");
+  TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+              "embedding_renorm_: expected indices of type Long or Int, got ",
+              indices.scalar_type());
+  if (indices.numel() == 0 || self.numel() == 0) return self;
+  RunInto(kEmbeddingRenorm, {{}, {max_norm, norm_type}, {}},
+          {OperandOf(self), OperandOf(indices.reshape({-1}))},
+          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+  return self;
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -1159,6 +1376,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bincount", TORCH_FN(bincount_tpu));
   m.impl("histc", TORCH_FN(histc_tpu));
   m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_tensor));
+  m.impl("take", TORCH_FN(take_tpu));
+  m.impl("take.out", TORCH_FN(take_out_tpu));
+  m.impl("put_", TORCH_FN(put_tpu));
+  m.impl("tril_indices", TORCH_FN(tril_indices_tpu));
+  m.impl("triu_indices", TORCH_FN(triu_indices_tpu));
+  m.impl("_unique2", TORCH_FN(unique2_tpu));
+  m.impl("unique_consecutive", TORCH_FN(unique_consecutive_tpu));
+  m.impl("embedding_renorm_", TORCH_FN(embedding_renorm_tpu));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
   m.impl("index_fill_.int_Scalar", TORCH_FN(index_fill_scalar));

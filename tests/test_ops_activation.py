@@ -73,3 +73,43 @@ def test_nan_to_num():
     assert_close(y.cpu(), torch.nan_to_num(x, 1.0))
     i = torch.tensor([1, 2, 3])
     assert torch.equal(torch.nan_to_num(i.to(TPU)).cpu(), i)
+
+
+def test_channel_shuffle():
+    x = torch.randn(2, 6, 3, 3)
+    for g in [1, 2, 3]:
+        compare_grad(lambda t: F.channel_shuffle(t, g), x)
+    y = x.to(TPU)
+    r = F.channel_shuffle(y, 1)
+    r.add_(1)  # a fresh tensor: the input is unchanged
+    assert_close(y.cpu(), x)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_weight_norm(dim):
+    v = torch.randn(4, 5)
+    g = torch.rand(4, 1) if dim == 0 else torch.rand(1, 5)
+    compare_grad(lambda a, b: torch._weight_norm(a, b, dim), v, g, atol=1e-6, rtol=1e-5)
+    lin = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(3, 4))
+    lt = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(3, 4)).to(TPU)
+    lt.load_state_dict(lin.state_dict())
+    x = torch.randn(2, 3)
+    assert_close(lt(x.to(TPU)).cpu(), lin(x), atol=1e-2, rtol=1e-2)  # matmul at TPU precision
+
+
+def test_rrelu():
+    y = torch.randn(2000, device=TPU, requires_grad=True)
+    r = F.rrelu(y, 0.1, 0.3, training=True)
+    ratio = (r / y).detach().cpu()
+    neg = (y < 0).cpu()
+    assert ratio[neg].min() >= 0.1 and ratio[neg].max() <= 0.3
+    assert ratio[neg].std() > 0.03  # random slopes
+    assert (ratio[~neg] == 1).all()
+    r.sum().backward()
+    assert_close(y.grad.cpu(), ratio)
+    x = torch.randn(50)
+    assert_close(F.rrelu(x.to(TPU), 0.1, 0.3).cpu(), F.rrelu(x, 0.1, 0.3))  # eval: fixed slope
+    torch.manual_seed(3)
+    a = F.rrelu(y.detach(), training=True).cpu()
+    torch.manual_seed(3)
+    assert torch.equal(F.rrelu(y.detach(), training=True).cpu(), a)

@@ -9,6 +9,11 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/lt.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/where.h>
 
 #include "device/generator.h"
 #include "ir/ops.h"
@@ -484,6 +489,52 @@ Tensor& eye_m_out(int64_t n, int64_t m, Tensor& out) {
 }
 Tensor& eye_out(int64_t n, Tensor& out) { return eye_m_out(n, n, out); }
 
+// ---- rrelu_with_noise: random negative slopes in training ----
+
+Tensor RreluInto(const Tensor& self, Tensor& noise, const c10::Scalar& lower,
+                 const c10::Scalar& upper, bool training, std::optional<at::Generator> gen,
+                 const Tensor* dst) {
+  CheckTpu("rrelu_with_noise", self, "self");
+  CheckTpu("rrelu_with_noise", noise, "noise");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "rrelu_with_noise: expected a floating "
+              "point input, got ", self.scalar_type());
+  const double lo = lower.toDouble(), hi = upper.toDouble();
+  TORCH_CHECK(lo <= hi, "Lower bound should be less than or equal to the upper bound");
+  Tensor out;
+  if (training) {
+    Tensor slopes = EmptyTpu(self.sizes(), self.scalar_type());
+    Random(slopes, false, lo, hi, gen);
+    Tensor neg = at::lt(self, 0);
+    noise.copy_(at::where(neg, slopes, at::ones_like(slopes)));
+    out = at::mul(self, noise);
+  } else {
+    out = at::leaky_relu(self, (lo + hi) / 2);
+  }
+  if (dst) {
+    PrepareOut("rrelu_with_noise", *dst, out.sizes(), out.scalar_type());
+    const_cast<Tensor&>(*dst).copy_(out);
+    return *dst;
+  }
+  return out;
+}
+Tensor rrelu_with_noise_tpu(const Tensor& self, Tensor& noise, const c10::Scalar& lower,
+                            const c10::Scalar& upper, bool training,
+                            std::optional<at::Generator> gen) {
+  return RreluInto(self, noise, lower, upper, training, gen, nullptr);
+}
+Tensor& rrelu_with_noise__tpu(Tensor& self, Tensor& noise, const c10::Scalar& lower,
+                              const c10::Scalar& upper, bool training,
+                              std::optional<at::Generator> gen) {
+  RreluInto(self, noise, lower, upper, training, gen, &self);
+  return self;
+}
+Tensor& rrelu_with_noise_out_tpu(const Tensor& self, Tensor& noise, const c10::Scalar& lower,
+                                 const c10::Scalar& upper, bool training,
+                                 std::optional<at::Generator> gen, Tensor& out) {
+  RreluInto(self, noise, lower, upper, training, gen, &out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -494,6 +545,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("linspace.out", TORCH_FN(linspace_out));
   m.impl("eye.out", TORCH_FN(eye_out));
+  m.impl("rrelu_with_noise", TORCH_FN(rrelu_with_noise_tpu));
+  m.impl("rrelu_with_noise_", TORCH_FN(rrelu_with_noise__tpu));
+  m.impl("rrelu_with_noise.out", TORCH_FN(rrelu_with_noise_out_tpu));
   m.impl("eye.m_out", TORCH_FN(eye_m_out));
   m.impl("multinomial", TORCH_FN(multinomial_tpu));
   m.impl("multinomial.out", TORCH_FN(multinomial_out));

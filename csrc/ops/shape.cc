@@ -5,6 +5,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/native_channel_shuffle.h>
 #include <torch/library.h>
 
 #include "ir/ops.h"
@@ -502,9 +503,25 @@ Tensor& cumprod_out(const Tensor& s, int64_t dim, std::optional<at::ScalarType> 
   return o;
 }
 
+// channel_shuffle: PyTorch's own reshape/permute composite, which runs on
+// tpu's view and copy kernels; a fresh tensor even where that composite
+// would return the input's storage (groups == 1).
+Tensor channel_shuffle_tpu(const Tensor& self, int64_t groups) {
+  CheckTpu("channel_shuffle", self, "self");
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input to have at least 3 dimensions, but "
+              "got input with sizes ", self.sizes());
+  TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive. Value of "
+              "groups:", groups);
+  TORCH_CHECK(self.size(1) % groups == 0, "Number of channels must be divisible by groups. Got ",
+              self.size(1), " channels and ", groups, " groups.");
+  Tensor r = at::native_channel_shuffle(self, groups);
+  return r.is_alias_of(self) ? r.clone() : r;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_tpu));
   m.impl("cat", TORCH_FN(cat));
   m.impl("cat.out", TORCH_FN(cat_out));
   m.impl("constant_pad_nd", TORCH_FN(constant_pad_nd));

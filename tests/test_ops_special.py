@@ -246,3 +246,34 @@ def test_nanmedian_aminmax_count_nonzero_signbit_exp2():
                        torch.tensor([True, False, False]))
     compare_grad(torch.exp2, torch.randn(20) * 4, atol=1e-5, rtol=1e-5)
     assert torch.equal(torch.exp2(torch.arange(8).to(TPU)).cpu(), torch.exp2(torch.arange(8)))
+
+
+def test_shifts_heaviside_xlog1py_zeta_entr_nextafter():
+    a = torch.randint(-100, 100, (30,), dtype=torch.int32)
+    s = torch.randint(0, 40, (30,), dtype=torch.int32)
+    at, st = a.to(TPU), s.to(TPU)
+    assert torch.equal((at << st).cpu(), a << s)
+    assert torch.equal((at >> st).cpu(), a >> s)
+    assert torch.equal((at << 3).cpu(), a << 3)
+    assert torch.equal((at >> 2).cpu(), a >> 2)
+    u = torch.randint(0, 255, (20,), dtype=torch.uint8)
+    assert torch.equal((u.to(TPU) >> 3).cpu(), u >> 3)
+    assert torch.equal(torch.bitwise_left_shift(u.to(TPU), 2).cpu(), torch.bitwise_left_shift(u, 2))
+    y = at.clone()
+    y <<= 2
+    assert torch.equal(y.cpu(), a << 2)
+    x, v = torch.tensor([-1.0, 0.0, 2.0, 0.0]), torch.tensor([5.0, 6.0, 7.0, 8.0])
+    assert torch.equal(torch.heaviside(x.to(TPU), v.to(TPU)).cpu(), torch.heaviside(x, v))
+    p, q = torch.tensor([0.0, 0.0, 1.0, 2.0]), torch.tensor([float("nan"), 1.0, 0.5, -0.5])
+    assert_close(torch.special.xlog1py(p.to(TPU), q.to(TPU)).cpu(), torch.special.xlog1py(p, q),
+                 equal_nan=True)
+    zx, zq = torch.tensor([2.0, 3.0, 4.5, 1.5]), torch.tensor([1.0, 2.0, 0.5, 10.0])
+    assert_close(torch.special.zeta(zx.to(TPU), zq.to(TPU)).cpu(), torch.special.zeta(zx, zq),
+                 rtol=1e-5, atol=1e-6)
+    e = torch.tensor([0.0, 0.5, 1.0, -1.0, 2.0])
+    assert_close(torch.special.entr(e.to(TPU)).cpu(), torch.special.entr(e))
+    n1 = torch.tensor([1.0, 1.0, 0.0, 0.0, -1.0, float("nan"), 3.0, -0.5])
+    n2 = torch.tensor([2.0, 0.0, 1.0, -1.0, -2.0, 1.0, 3.0, 0.0])
+    for dt in [torch.float32, torch.float64]:
+        assert_close(torch.nextafter(n1.to(dt).to(TPU), n2.to(dt).to(TPU)).cpu(),
+                     torch.nextafter(n1.to(dt), n2.to(dt)), rtol=0, atol=0, equal_nan=True)

@@ -98,6 +98,59 @@ Value Pow(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.power"
 Value Atan2(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.atan2", x, y); }
 // max(x, y) + log1p(exp(-|x - y|)) (base 2: exp2 and a 1/ln 2 factor); x
 // itself where x == y is infinite, as on CPU.
+// Shifts as PyTorch: amounts >= the bit width (or negative) shift everything
+// out (0, or the sign for a right shift of a negative signed value).
+Value ShiftLeft(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.shift_left", x, y); }
+Value ShiftRight(Builder& b, Value x, Value y) {
+  const DType t = b.type(x).dtype;
+  return ir::Binary(b, ir::IsSigned(t) ? "stablehlo.shift_right_arithmetic"
+                                      : "stablehlo.shift_right_logical", x, y);
+}
+// x == 0 ? values : (x > 0)
+Value Heaviside(Builder& b, Value x, Value y) {
+  const ir::TensorType t = b.type(x);
+  Value zero = ir::Full(b, ir::ConstantI(b, 0, t.dtype), t.dims);
+  Value pos = ir::Convert(b, ir::Compare(b, x, zero, ir::Cmp::GT), t.dtype);
+  return ir::Select(b, ir::Compare(b, x, zero, ir::Cmp::EQ), y, pos);
+}
+// x * log1p(y), 0 where x == 0 (unless y is NaN).
+Value Xlog1py(Builder& b, Value x, Value y) {
+  const ir::TensorType t = b.type(x);
+  Value zero = ir::Full(b, ir::ConstantI(b, 0, t.dtype), t.dims);
+  Value r = ir::Binary(b, "stablehlo.multiply", x, ir::Unary(b, "stablehlo.log_plus_one", y));
+  Value x0 = ir::Binary(b, "stablehlo.and", ir::Compare(b, x, zero, ir::Cmp::EQ),
+                        ir::Compare(b, y, y, ir::Cmp::EQ));
+  return ir::Select(b, x0, zero, r);
+}
+// Hurwitz zeta(x, q)
+Value Zeta(Builder& b, Value x, Value q) { return b.Op1("chlo.zeta", {x, q}, b.type(x)); }
+// The next float after x towards y.
+Value NextAfter(Builder& b, Value x, Value y) {
+  const ir::TensorType t = b.type(x);
+  const int bits = ir::BitWidth(t.dtype);
+  const DType it = bits == 64 ? DType::S64 : bits == 32 ? DType::S32 : DType::S16;
+  const ir::TensorType itt{it, t.dims};
+  auto ic = [&](int64_t v) { return ir::Full(b, ir::ConstantI(b, v, it), t.dims); };
+  Value zero = ir::Full(b, ir::ConstantF(b, 0.0, t.dtype), t.dims);
+  Value xb = b.Op1("stablehlo.bitcast_convert", {x}, itt);
+  // Moving away from zero adds one to the bits, towards zero subtracts one.
+  Value up = ir::Compare(b, y, x, ir::Cmp::GT);
+  Value xpos = ir::Compare(b, x, zero, ir::Cmp::GT);
+  Value away = ir::Compare(b, up, xpos, ir::Cmp::EQ);
+  Value r = b.Op1("stablehlo.bitcast_convert",
+                  {ir::Select(b, away, ir::Binary(b, "stablehlo.add", xb, ic(1)),
+                              ir::Binary(b, "stablehlo.subtract", xb, ic(1)))},
+                  t);
+  // From zero: the smallest subnormal with y's sign.
+  Value tiny = b.Op1("stablehlo.bitcast_convert", {ic(1)}, t);
+  Value from0 = ir::Select(b, up, tiny, ir::Unary(b, "stablehlo.negate", tiny));
+  r = ir::Select(b, ir::Compare(b, x, zero, ir::Cmp::EQ), from0, r);
+  r = ir::Select(b, ir::Compare(b, x, y, ir::Cmp::EQ), y, r);
+  Value nan = ir::Binary(b, "stablehlo.or", ir::Compare(b, x, x, ir::Cmp::NE),
+                         ir::Compare(b, y, y, ir::Cmp::NE));
+  return ir::Select(b, nan, ir::Binary(b, "stablehlo.add", x, y), r);
+}
+
 // sqrt(x^2 + y^2), scaled by max(|x|, |y|) so that it does not overflow.
 Value Hypot(Builder& b, Value x, Value y) {
   const ir::TensorType t = b.type(x);
@@ -226,6 +279,12 @@ TPU_BINARY(kPow, "aten::pow", Pow, kArith)
 TPU_BINARY(kAtan2, "aten::atan2", Atan2, kFloatOnly)
 TPU_BINARY(kLogAddExp, "aten::logaddexp", LogAddExp<false>, kFloatOnly)
 TPU_BINARY(kHypot, "aten::hypot", Hypot, kArith)
+TPU_BINARY(kShiftLeft, "aten::bitwise_left_shift", ShiftLeft, kBitwise)
+TPU_BINARY(kShiftRight, "aten::bitwise_right_shift", ShiftRight, kBitwise)
+TPU_BINARY(kHeaviside, "aten::heaviside", Heaviside, kArith)
+TPU_BINARY(kXlog1py, "aten::special_xlog1py", Xlog1py, kFloatOnly)
+TPU_BINARY(kZeta, "aten::special_zeta", Zeta, kFloatOnly)
+TPU_BINARY(kNextAfter, "aten::nextafter", NextAfter, kArith)
 TPU_BINARY(kCopysign, "aten::copysign", Copysign, kFloatOnly)
 TPU_BINARY(kFmax, "aten::fmax", Fmax, kArith)
 TPU_BINARY(kFmin, "aten::fmin", Fmin, kArith)
@@ -338,6 +397,12 @@ TPU_BINARY_KERNELS(atan2, kAtan2)
 TPU_BINARY_KERNELS(logaddexp, kLogAddExp)
 TPU_BINARY_KERNELS(logaddexp2, kLogAddExp2)
 TPU_BINARY_KERNELS(hypot, kHypot)
+TPU_BINARY_KERNELS(bitwise_left_shift, kShiftLeft)
+TPU_BINARY_KERNELS(bitwise_right_shift, kShiftRight)
+TPU_BINARY_KERNELS(heaviside, kHeaviside)
+TPU_BINARY_KERNELS(special_xlog1py, kXlog1py)
+TPU_BINARY_KERNELS(special_zeta, kZeta)
+TPU_BINARY_KERNELS(nextafter, kNextAfter)
 TPU_BINARY_KERNELS(copysign, kCopysign)
 TPU_BINARY_KERNELS(fmax, kFmax)
 TPU_BINARY_KERNELS(fmin, kFmin)
@@ -624,6 +689,30 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG_PLAIN(logaddexp2)
   REG_PLAIN(hypot)
   m.impl("hypot_", TORCH_FN(hypot__tensor));
+  m.impl("bitwise_left_shift.Tensor", TORCH_FN(bitwise_left_shift_tensor));
+  m.impl("bitwise_left_shift_.Tensor", TORCH_FN(bitwise_left_shift__tensor));
+  m.impl("bitwise_left_shift.Tensor_out", TORCH_FN(bitwise_left_shift_out));
+  m.impl("bitwise_right_shift.Tensor", TORCH_FN(bitwise_right_shift_tensor));
+  m.impl("bitwise_right_shift_.Tensor", TORCH_FN(bitwise_right_shift__tensor));
+  m.impl("bitwise_right_shift.Tensor_out", TORCH_FN(bitwise_right_shift_out));
+  m.impl("__lshift__.Tensor", TORCH_FN(bitwise_left_shift_tensor));
+  m.impl("__lshift__.Scalar", TORCH_FN(bitwise_left_shift_scalar));
+  m.impl("__ilshift__.Tensor", TORCH_FN(bitwise_left_shift__tensor));
+  m.impl("__ilshift__.Scalar", TORCH_FN(bitwise_left_shift__scalar));
+  m.impl("__rshift__.Tensor", TORCH_FN(bitwise_right_shift_tensor));
+  m.impl("__rshift__.Scalar", TORCH_FN(bitwise_right_shift_scalar));
+  m.impl("__irshift__.Tensor", TORCH_FN(bitwise_right_shift__tensor));
+  m.impl("__irshift__.Scalar", TORCH_FN(bitwise_right_shift__scalar));
+  m.impl("heaviside", TORCH_FN(heaviside_tensor));
+  m.impl("heaviside_", TORCH_FN(heaviside__tensor));
+  m.impl("heaviside.out", TORCH_FN(heaviside_out));
+  m.impl("special_xlog1py", TORCH_FN(special_xlog1py_tensor));
+  m.impl("special_xlog1py.out", TORCH_FN(special_xlog1py_out));
+  m.impl("special_zeta", TORCH_FN(special_zeta_tensor));
+  m.impl("special_zeta.out", TORCH_FN(special_zeta_out));
+  m.impl("nextafter", TORCH_FN(nextafter_tensor));
+  m.impl("nextafter_", TORCH_FN(nextafter__tensor));
+  m.impl("nextafter.out", TORCH_FN(nextafter_out));
   REG_PLAIN(fmax)
   REG_PLAIN(fmin)
   m.impl("copysign.Tensor", TORCH_FN(copysign_tensor));

@@ -163,6 +163,12 @@ Value Erf(Builder& b, Value x) {
   return ir::Select(b, big, one, r);
 }
 
+// -x log x; 0 at 0, -inf below 0.
+Value Entr(Builder& b, Value x) {
+  Value r = Neg(b, Mul(b, x, Log(b, x)));
+  r = ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ), C(b, 0, x), r);
+  return ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT), C(b, -INFINITY, x), r);
+}
 Value Exp2(Builder& b, Value x) { return ir::Binary(b, "stablehlo.power", C(b, 2, x), x); }
 // The sign bit: set for -0.0 and negative NaN too (floats); x < 0 otherwise.
 Value SignBit(Builder& b, Value x) {
@@ -273,6 +279,7 @@ TPU_UNARY(kLgamma, "aten::lgamma", Lgamma, true)
 TPU_UNARY(kDigamma, "aten::digamma", Digamma, true)
 TPU_UNARY(kErfinv, "aten::erfinv", Erfinv, true)
 TPU_UNARY(kExp2, "aten::exp2", Exp2, true)
+TPU_UNARY(kEntr, "aten::special_entr", Entr, true)
 #undef TPU_UNARY
 
 ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
@@ -349,6 +356,7 @@ TPU_UNARY_KERNELS(lgamma, kLgamma)
 TPU_UNARY_KERNELS(digamma, kDigamma)
 TPU_UNARY_KERNELS(erfinv, kErfinv)
 TPU_UNARY_KERNELS(exp2, kExp2)
+TPU_UNARY_KERNELS(special_entr, kEntr)
 
 #undef TPU_UNARY_KERNELS
 
@@ -730,6 +738,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("isneginf", TORCH_FN(isneginf_fn));
   m.impl("isneginf.out", TORCH_FN(isneginf_out));
   m.impl("signbit", TORCH_FN(signbit_fn));
+  m.impl("special_entr", TORCH_FN(special_entr_fn));
+  m.impl("special_entr.out", TORCH_FN(special_entr_out_fn));
   m.impl("signbit.out", TORCH_FN(signbit_out));
   m.impl("threshold_backward", TORCH_FN(threshold_backward));
   m.impl("tanh_backward", TORCH_FN(tanh_backward));

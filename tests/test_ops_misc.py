@@ -258,3 +258,20 @@ def test_embedding_max_norm(norm_type):
     out_t = F.embedding(idx.to(TPU), wt, max_norm=1.0, norm_type=norm_type)
     assert_close(wt.cpu(), wc, atol=1e-6, rtol=1e-5)  # renormalized in place
     assert_close(out_t.cpu(), out_c, atol=1e-6, rtol=1e-5)
+
+
+# ---------------------------------------------------------- cross, renorm --
+
+def test_cross_and_renorm():
+    a, b = torch.randn(4, 3, 5), torch.randn(4, 3, 5)
+    compare_grad(lambda x, y: torch.linalg.cross(x, y, dim=1), a, b, atol=1e-6, rtol=1e-5)
+    compare_grad(lambda x, y: torch.cross(x, y, dim=-1), torch.randn(6, 3), torch.randn(1, 3),
+                 atol=1e-6, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="length 3"):
+        torch.linalg.cross(torch.randn(2, 4, device=TPU), torch.randn(2, 4, device=TPU))
+    x = torch.randn(4, 5) * 3
+    for p in [1, 2, 3]:
+        compare_grad(lambda t: torch.renorm(t, p, 0, 2.0), x, atol=1e-5, rtol=1e-5)
+    y = x.to(TPU)
+    y.renorm_(2, 1, 1.0)
+    assert_close(y.cpu(), x.renorm(2, 1, 1.0), atol=1e-6, rtol=1e-5)

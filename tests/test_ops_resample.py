@@ -149,3 +149,14 @@ def test_grid_sample_affine_grid_and_errors(highest_matmul_precision):
 def test_upsample_bicubic2d(align_corners, size, kw):
     compare_grad(lambda t: F.interpolate(t, mode="bicubic", align_corners=align_corners, **kw),
                  torch.randn(2, 3, *size), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_3d(mode, padding_mode):
+    x = torch.randn(2, 2, 4, 5, 3)
+    grid = torch.rand(2, 3, 2, 4, 3) * 2.6 - 1.3
+    for ac in [False, True]:
+        compare_grad(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding_mode,
+                                                align_corners=ac),
+                     x, grid, atol=1e-5, rtol=1e-5)

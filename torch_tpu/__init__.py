@@ -114,6 +114,10 @@ from ._modes import (  # noqa: E402,F401
     synchronize,
 )
 
+from . import distributed as _distributed  # noqa: E402
+
+_distributed._register()
+
 if env.cpu_fallback == "1":
     _C._set_cpu_fallback(True)
 

@@ -25,6 +25,9 @@ VARIABLES = (
          "raising NotImplementedError."),
     _Var("TORCH_TPU_DEFER_AND_FUSE", "0", "stable",
          "1: start in Fused Eager mode (EagerMode.DEFER_AND_FUSE)."),
+    _Var("TORCH_TPU_DIST_ENGINE", "", "experimental",
+         "tpu_dist collectives: 'host' (through the host with Gloo) or 'xla' (StableHLO "
+         "collectives); default: what the plugin supports ('host' on the CPU plugin)."),
     _Var("TORCH_TPU_LAUNCH_BLOCKING", "0", "stable",
          "1: start in Debug Eager mode (EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)."),
     _Var("TORCH_TPU_MAX_PENDING_OPS", "2048", "experimental",

@@ -17,6 +17,9 @@ namespace py = pybind11;
 namespace tpu::ops {
 void RegisterCompiled(py::module& m);  // compiled.cc
 }
+namespace tpu::dist {
+void RegisterDist(py::module& m);  // dist/backend.cc
+}
 
 namespace tpu::device {
 namespace {
@@ -164,6 +167,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_cpu_fallback", &device::SetCpuFallback);
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
   ops::RegisterCompiled(m);
+  dist::RegisterDist(m);
   lazy::Executor::Get().set_fused_hook(&device::FlushAtEndOfBackward);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

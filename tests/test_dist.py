@@ -54,3 +54,26 @@ def test_unknown_engine_is_an_error():
             "    print('raised', e)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "raised" in p.stdout and "TORCH_TPU_DIST_ENGINE=host" in p.stdout, p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_fsdp2_and_dtensor(nproc):
+    # 4 processes add the 2 x 2 device mesh.
+    out = torchrun("fsdp_dtensor.py", nproc, timeout=420)
+    assert out.count("fsdp dtensor ok") == nproc
+
+
+def test_device_index_is_local_rank_under_torchrun():
+    code = ("import torch, torch_tpu\n"
+            "assert torch.tpu.device_count() == 3 and torch.tpu.current_device() == 2\n"
+            "assert torch.ones(1, device='tpu').device == torch.device('tpu', 2)\n"
+            "assert torch.ones(1).to('tpu:2').device.index == 2\n"
+            "try:\n"
+            "    torch.tpu.set_device(0)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'not this process' in str(e)\n"
+            "    print('ok')\n")
+    env = dict(os.environ, LOCAL_RANK="2", LOCAL_WORLD_SIZE="3")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-3000:]

@@ -45,30 +45,36 @@ def _lazy_init() -> None:
 
 
 def _index(device: _Device) -> int:
+    """The index `device` names, checked: each process owns one device --
+    tpu:0, or tpu:LOCAL_RANK under torchrun (one device per process)."""
+    own = _C._process_device()
     if device is None:
-        return 0
+        return own
     if isinstance(device, int):
         idx = device
     else:
         device = torch.device(device)
         if device.type != "tpu":
             raise ValueError(f"Expected a tpu device, but got: {device}")
-        idx = 0 if device.index is None else device.index
+        idx = own if device.index is None else device.index
     n = device_count()
     if not 0 <= idx < max(n, 1):
+        raise RuntimeError(f"Invalid device tpu:{idx}: this process sees {n} tpu device(s).")
+    if idx != own:
         raise RuntimeError(
-            f"Invalid device tpu:{idx}: this process sees {n} tpu device(s). Each process owns "
-            "one device, visible as tpu:0 (launch one process per device for more).")
+            f"tpu:{idx} is not this process's device: each process owns one device, tpu:{own} "
+            "here (launch one process per device, e.g. with torchrun, and use tpu:LOCAL_RANK).")
     return idx
 
 
 def current_device() -> int:
     _lazy_init()
-    return 0
+    return _C._process_device()
 
 
 def set_device(device: _Device) -> None:
-    """Validates the index; each process owns exactly one device, tpu:0."""
+    """Validates the index: each process owns exactly one device (tpu:0, or
+    tpu:LOCAL_RANK under torchrun)."""
     _index(device)
 
 
@@ -76,7 +82,7 @@ class device:
     """Context manager that selects a device (validated; one per process)."""
 
     def __init__(self, device: _Device):
-        self.idx = _index(device) if device is not None else 0
+        self.idx = _index(device) if device is not None else _C._process_device()
 
     def __enter__(self):
         return self

@@ -11,7 +11,7 @@ void DeleteSlot(void* p) { delete static_cast<lazy::StorageSlot*>(p); }
 
 c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   auto* slot = new lazy::StorageSlot(nbytes);
-  return c10::DataPtr(slot, slot, &DeleteSlot, c10::Device(c10::DeviceType::PrivateUse1, 0));
+  return c10::DataPtr(slot, slot, &DeleteSlot, c10::Device(c10::DeviceType::PrivateUse1, ProcessDevice()));
 }
 
 c10::DeleterFnPtr TpuAllocator::raw_deleter() const { return &DeleteSlot; }

@@ -28,4 +28,11 @@ class TpuAllocator final : public c10::DeviceAllocator {
 
 TpuAllocator* GetTpuAllocator();
 
+// guard.cc: the index of this process's device (LOCAL_RANK under torchrun
+// with one device per process, else 0), the number of device indices that
+// count as visible, and the check that an index names this process's device.
+c10::DeviceIndex ProcessDevice() noexcept;
+c10::DeviceIndex VisibleDevices() noexcept;
+void CheckDevice(c10::DeviceIndex index);
+
 }  // namespace tpu::device

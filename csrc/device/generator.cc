@@ -1,3 +1,4 @@
+#include "device/allocator.h"
 #include "device/generator.h"
 
 #include <ATen/core/DistributionsHelper.h>
@@ -60,7 +61,7 @@ TpuGeneratorImpl* TpuGeneratorImpl::clone_impl() const {
 }
 
 const at::Generator& DefaultGenerator() {
-  static at::Generator g = at::make_generator<TpuGeneratorImpl>(0);
+  static at::Generator g = at::make_generator<TpuGeneratorImpl>(ProcessDevice());
   return g;
 }
 

@@ -31,10 +31,10 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     return DefaultGenerator();
   }
   at::Generator getNewGenerator(c10::DeviceIndex index) const override {
-    return at::make_generator<TpuGeneratorImpl>(index < 0 ? 0 : index);
+    return at::make_generator<TpuGeneratorImpl>(index < 0 ? ProcessDevice() : index);
   }
   at::Device getDeviceFromPtr(void*) const override {
-    return at::Device(c10::DeviceType::PrivateUse1, 0);
+    return at::Device(c10::DeviceType::PrivateUse1, ProcessDevice());
   }
   // Host memory is ordinary CPU memory; PJRT copies from any of it.
   bool isPinnedPtr(const void*) const override { return false; }
@@ -42,23 +42,14 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   // The client is created lazily, on the first use of the device.
   bool hasPrimaryContext(c10::DeviceIndex) const override { return lazy::Runtime::initialized(); }
   void init() const override { lazy::Runtime::Get(); }
-  c10::DeviceIndex deviceCount() const override {
-    try {
-      return static_cast<c10::DeviceIndex>(lazy::Runtime::Get().client().device_count());
-    } catch (...) {
-      return 0;
-    }
-  }
-  void setCurrentDevice(c10::DeviceIndex device) const override {
-    TORCH_CHECK(device == 0, "Invalid device tpu:", static_cast<int>(device),
-                ": each process sees its one device as tpu:0");
-  }
-  c10::DeviceIndex getCurrentDevice() const override { return 0; }
+  c10::DeviceIndex deviceCount() const override { return VisibleDevices(); }
+  void setCurrentDevice(c10::DeviceIndex device) const override { CheckDevice(device); }
+  c10::DeviceIndex getCurrentDevice() const override { return ProcessDevice(); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
     setCurrentDevice(device);
-    return 0;
+    return ProcessDevice();
   }
-  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex) const override { return 0; }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex) const override { return ProcessDevice(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     ResizeStorageBytes(storage, newsize);
   }

@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include "device/fallback.h"
+#include "device/allocator.h"
 #include "device/generator.h"
 #include "lazy/executor.h"
 #include "lazy/modes.h"
@@ -90,13 +91,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_is_initialized", &lazy::Runtime::initialized);
   m.def("_init", [] { device::Rt(); });
-  m.def("_device_count", [] {
-    try {
-      return lazy::Runtime::Get().client().device_count();
-    } catch (...) {
-      return 0;
-    }
-  });
+  m.def("_device_count", [] { return static_cast<int>(device::VisibleDevices()); });
+  m.def("_process_device", [] { return static_cast<int>(device::ProcessDevice()); });
   m.def("_init_error", []() -> std::string {
     try {
       lazy::Runtime::Get();

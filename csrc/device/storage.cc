@@ -28,9 +28,7 @@ void CheckDevice(std::optional<c10::Device> device) {
   if (!device.has_value()) return;
   TORCH_CHECK(device->type() == c10::DeviceType::PrivateUse1, "expected a tpu device, got ",
               *device);
-  if (device->has_index() && device->index() != 0) {
-    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->setDevice(*device);
-  }
+  if (device->has_index()) tpu::device::CheckDevice(device->index());
 }
 
 Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,

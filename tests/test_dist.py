@@ -77,3 +77,8 @@ def test_device_index_is_local_rank_under_torchrun():
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-3000:]
+
+
+def test_collectives_in_compiled_graphs():
+    out = torchrun("compiled.py", 2)
+    assert out.count("compiled collectives ok") == 2

@@ -275,3 +275,14 @@ def test_cross_and_renorm():
     y = x.to(TPU)
     y.renorm_(2, 1, 1.0)
     assert_close(y.cpu(), x.renorm(2, 1, 1.0), atol=1e-6, rtol=1e-5)
+
+
+def test_unique_consecutive_dim():
+    x = torch.tensor([[1, 1, 2, 2, 2], [3, 3, 4, 4, 5], [3, 3, 4, 4, 5], [1, 1, 1, 1, 1]])
+    for t in [x, x.float(), x[None].expand(2, 4, 5)]:
+        for d in range(t.dim()):
+            expected = torch.unique_consecutive(t, return_inverse=True, return_counts=True, dim=d)
+            actual = torch.unique_consecutive(t.to(TPU), return_inverse=True, return_counts=True,
+                                              dim=d)
+            for e, a in zip(expected, actual):
+                assert torch.equal(a.cpu(), e)

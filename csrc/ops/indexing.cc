@@ -1290,12 +1290,61 @@ std::tuple<Tensor, Tensor, Tensor> unique2_tpu(const Tensor& self, bool sorted,
   (void)sorted;
   return Unique("_unique2", self, true, return_inverse, return_counts);
 }
+// Runs of equal slices along dim 0 of x [n, rest]: starts [n] (PRED).
+Value SliceRunStarts(Builder& b, Value x) {
+  const ir::Dims d = b.type(x).dims;
+  const int64_t n = d[0], rest = d[1];
+  Value prev = ir::Slice(b, x, {0, 0}, {n - 1, rest}, {1, 1});
+  Value cur = ir::Slice(b, x, {1, 0}, {n, rest}, {1, 1});
+  Value ne = b.type(x).dtype == DType::PRED ? ir::Binary(b, "stablehlo.xor", cur, prev)
+                                            : ir::Compare(b, cur, prev, ir::Cmp::NE);
+  Value differs = ir::Reduce(b, ne, ir::ConstantI(b, 0, DType::PRED), {1}, "stablehlo.or");
+  return ir::Concatenate(b, {ir::Full(b, ir::ConstantI(b, 1, DType::PRED), {1}), differs}, 0);
+}
+VS LowerUniqueSlicesCount(Builder& b, const VS& in, const lazy::Attrs&, const TT&) {
+  Value starts = ir::Convert(b, SliceRunStarts(b, in[0]), DType::S64);
+  return {ir::Reduce(b, starts, ir::ConstantI(b, 0, DType::S64), {0}, "stablehlo.add")};
+}
+constexpr lazy::Lowering kUniqueSlicesCount{"aten::unique_consecutive.dim_count",
+                                            &LowerUniqueSlicesCount};
+// ins = (x [n, rest]); out = (values [u, rest], inverse [n], counts [u]).
+VS LowerUniqueSlices(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::Dims d = b.type(in[0]).dims;
+  const int64_t n = d[0], rest = d[1], u = out[0].dims[0];
+  Value starts = SliceRunStarts(b, in[0]);
+  Value group = ir::Binary(b, "stablehlo.subtract",
+                           ir::CumReduce(b, ir::Convert(b, starts, DType::S64),
+                                         ir::ConstantI(b, 0, DType::S64), 0, "stablehlo.add"),
+                           ir::Full(b, ir::ConstantI(b, 1, DType::S64), {n}));
+  Value slot = ir::Select(b, starts, group, ir::Full(b, ir::ConstantI(b, u, DType::S64), {n}));
+  ir::ScatterDims sd{{1}, {0}, {0}, 1};
+  Value values = ir::Scatter(b, ir::Full(b, ir::ConstantI(b, 0, out[0].dtype), {u, rest}),
+                             ir::Reshape(b, slot, {n, 1}), in[0], sd, "");
+  Value counts = ir::ScatterAddAlong(b, ir::Full(b, ir::ConstantI(b, 1, DType::S64), {n}), 0, group, u);
+  return {values, group, counts};
+}
+constexpr lazy::Lowering kUniqueSlices{"aten::unique_consecutive.dim", &LowerUniqueSlices};
+
 std::tuple<Tensor, Tensor, Tensor> unique_consecutive_tpu(const Tensor& self, bool return_inverse,
                                                           bool return_counts,
                                                           std::optional<int64_t> dim) {
-  TORCH_CHECK(!dim.has_value() || self.dim() <= 1,
-              "unique_consecutive: dim is not supported on tpu yet (except for 1-d inputs)");
-  return Unique("unique_consecutive", self, false, return_inverse, return_counts);
+  if (!dim.has_value() || self.dim() <= 1)
+    return Unique("unique_consecutive", self, false, return_inverse, return_counts);
+  CheckTpu("unique_consecutive", self, "self");
+  const int64_t d = at::maybe_wrap_dim(*dim, self.dim());
+  const int64_t n = self.size(d);
+  if (self.numel() == 0) return {self.clone(), EmptyTpu({n}, at::kLong), EmptyTpu({0}, at::kLong)};
+  Tensor moved = self.movedim(d, 0).contiguous();
+  Tensor x = moved.reshape({n, -1});
+  const int64_t u = Run1(kUniqueSlicesCount, {}, {OperandOf(x)}, TypeOf({}, at::kLong)).item<int64_t>();
+  auto r = Run(kUniqueSlices, {}, {OperandOf(x)},
+               {TypeOf({u, x.size(1)}, self.scalar_type()), TypeOf({n}, at::kLong),
+                TypeOf({u}, at::kLong)});
+  std::vector<int64_t> vs = moved.sizes().vec();
+  vs[0] = u;
+  Tensor values = r[0].reshape(vs).movedim(0, d).contiguous();
+  return {values, return_inverse ? r[1] : EmptyTpu({0}, at::kLong),
+          return_counts ? r[2] : EmptyTpu({0}, at::kLong)};
 }
 
 // ---- embedding_renorm_: rows at the indices scaled to at most max_norm ----

@@ -655,7 +655,14 @@ std::tuple<Tensor&, Tensor&> aminmax_out_tpu(const Tensor& self, std::optional<i
                                              bool keepdim, Tensor& mn, Tensor& mx) {
   CheckTpu("aminmax", self, "self");
   Tensor lo, hi;
-  if (dim.has_value()) {
+  if (dim.has_value() && self.numel() == 0) {
+    const int64_t d = at::maybe_wrap_dim(*dim, std::max<int64_t>(self.dim(), 1));
+    TORCH_CHECK(self.dim() == 0 || self.size(d) != 0, "aminmax(): Expected reduction dim ", d,
+                " to have non-zero size.");
+    ReduceMeta m = MetaFor(self, at::IntArrayRef{*dim}, keepdim);
+    lo = EmptyTpu(m.sizes, self.scalar_type());
+    hi = EmptyTpu(m.sizes, self.scalar_type());
+  } else if (dim.has_value()) {
     lo = Extreme("aminmax", kMin, self, at::IntArrayRef{*dim}, keepdim);
     hi = Extreme("aminmax", kMax, self, at::IntArrayRef{*dim}, keepdim);
   } else {

@@ -61,8 +61,6 @@ KNOWN_FAILURES = {
     ("hubert", "model"): ("aten::_weight_norm_interface", "aten::_ctc_loss"),
     # The sigmoid loss builds its labels with torch.eye.
     ("siglip", "model"): "aten::eye",
-    # Trainer's default optimizer is AdamW(fused=True).
-    ("trainer", "integration"): "aten::_fused_adamw_",
 }
 
 pytestmark = pytest.mark.skipif(

@@ -1,5 +1,5 @@
-"""isin on tpu against CPU: tensor/scalar forms, invert, dtype promotion,
-NaN, empty sets, out=."""
+"""isin on tpu against CPU (tensor/scalar forms, invert, dtype promotion,
+NaN, empty sets, out=), and _assert_async."""
 
 import pytest
 import torch
@@ -29,3 +29,12 @@ def test_isin_promotion_nan_empty_and_out():
     out = torch.empty(3, dtype=torch.bool, device=TPU)
     torch.isin(ei.to(TPU), torch.tensor([3]).to(TPU), out=out)
     assert out.cpu().tolist() == [False, False, True]
+
+
+def test_assert_async():
+    torch._assert_async(torch.tensor(True, device=TPU))
+    torch._assert_async(torch.tensor(2, device=TPU), "fine")
+    with pytest.raises(RuntimeError, match="the check failed"):
+        torch._assert_async(torch.tensor(0.0, device=TPU), "the check failed")
+    with pytest.raises(RuntimeError, match="more than one value"):
+        torch._assert_async(torch.ones(2, device=TPU))

@@ -82,3 +82,32 @@ def test_device_index_is_local_rank_under_torchrun():
 def test_collectives_in_compiled_graphs():
     out = torchrun("compiled.py", 2)
     assert out.count("compiled collectives ok") == 2
+
+
+def launch_direct(case, extra_env=None):
+    """Two ranks started directly (torchrun's agent would stop the others)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    procs = []
+    for r in range(2):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="2", **(extra_env or {}))
+        procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "failures.py"), case],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return [p.communicate(timeout=180) + (p.returncode,) for p in procs]
+
+
+def test_dead_rank_makes_the_others_raise():
+    (out0, err0, rc0), (_, _, rc1) = launch_direct("dead")
+    assert rc1 == 3
+    assert rc0 == 0 and "rank 0: raised" in out0, out0 + err0[-3000:]
+
+
+def test_diverging_ranks_raise_on_every_rank():
+    results = launch_direct("diverge", {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    for r, (out, err, rc) in enumerate(results):
+        assert rc == 0 and f"rank {r}: raised" in out and "mismatch between collectives" in out, \
+            out + err[-3000:]

@@ -91,6 +91,11 @@ class TpuDistBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "tpu_dist"; }
 
+  // Sequence numbers (used by TORCH_DISTRIBUTED_DEBUG=DETAIL's collective
+  // fingerprint checks) are the host group's.
+  void setSequenceNumberForGroup() override { host_->setSequenceNumberForGroup(); }
+  uint64_t getSequenceNumberForGroup() override { return host_->getSequenceNumberForGroup(); }
+
   c10::intrusive_ptr<c10d::Work> broadcast(TensorList& tensors, const c10d::BroadcastOptions& opts) override {
     Check("broadcast", tensors);
     TensorList h = Host(tensors);

@@ -1,0 +1,45 @@
+"""Started directly (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set), not by
+torchrun, whose agent would stop the other ranks itself.
+
+  dead:      rank 1 dies; rank 0's next collective must raise within the
+             process group's timeout instead of hanging.
+  diverge:   the ranks call different collectives (TORCH_DISTRIBUTED_DEBUG=
+             DETAIL); every rank must raise naming the mismatch.
+"""
+
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import torch_tpu  # noqa: F401
+
+case = sys.argv[1]
+dist.init_process_group(backend="tpu_dist", timeout=datetime.timedelta(seconds=20))
+r = dist.get_rank()
+x = torch.ones(4, device="tpu")
+dist.all_reduce(x)
+if case == "dead":
+    if r == 1:
+        os._exit(3)
+    try:
+        dist.all_reduce(x)
+        dist.all_reduce(x)
+    except Exception as e:  # noqa: BLE001
+        print(f"rank {r}: raised {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+        os._exit(0)
+    print(f"rank {r}: no error", flush=True)
+    os._exit(1)
+else:
+    try:
+        if r == 0:
+            dist.all_reduce(x)
+        else:
+            dist.broadcast(torch.ones(8, device="tpu"), src=0)
+    except Exception as e:  # noqa: BLE001
+        print(f"rank {r}: raised {type(e).__name__}: {str(e).splitlines()[0][:300]}", flush=True)
+        os._exit(0)
+    print(f"rank {r}: no error", flush=True)
+    os._exit(1)

@@ -1,6 +1,10 @@
 #include "lazy/executor.h"
 
+#include <dlfcn.h>
+
 #include <array>
+#include <cstdio>
+#include <fstream>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -84,6 +88,30 @@ const std::shared_ptr<pjrt::Buffer>& BufferNode::buffer() const {
 
 size_t BufferNode::nbytes() const { return type_.numel() * ItemSize(type_.dtype); }
 
+// The identity of this extension's build for the persistent cache: a hash
+// of the shared object's bytes, so that entries compiled by a build with
+// different lowerings are never loaded, while an identical rebuild keeps
+// its entries.
+static const std::string& ExtensionIdentity() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&ExtensionIdentity), &info) || !info.dli_fname) return std::string("ext=?");
+    std::ifstream f(info.dli_fname, std::ios::binary);
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a
+    char buf[1 << 16];
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+      for (std::streamsize i = 0; i < f.gcount(); ++i) {
+        h ^= static_cast<unsigned char>(buf[i]);
+        h *= 1099511628211ULL;
+      }
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return std::string("ext=") + hex;
+  }();
+  return id;
+}
+
 struct Executor::Entry {
   std::once_flag once;
   std::shared_ptr<pjrt::Executable> exe;
@@ -117,7 +145,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
   // Concurrent misses of one key compile once; the others wait here.
   std::call_once(entry->once, [&] {
     pjrt::Client& client = Runtime::Get().client();
-    const std::string identity = client.plugin_identity();
+    const std::string identity = client.plugin_identity() + "|" + ExtensionIdentity();
     auto t0 = std::chrono::steady_clock::now();
     if (auto bytes = disk_.Load(identity, key)) {
       try {

@@ -38,3 +38,11 @@ def test_assert_async():
         torch._assert_async(torch.tensor(0.0, device=TPU), "the check failed")
     with pytest.raises(RuntimeError, match="more than one value"):
         torch._assert_async(torch.ones(2, device=TPU))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_histc_of_integers_as_on_cuda(dtype):
+    x = torch.randint(0, 8, (200,), dtype=dtype)
+    got = torch.histc(x.to(TPU), bins=8, min=0, max=7).cpu()
+    assert got.dtype == dtype
+    assert torch.equal(got, torch.histc(x.double(), bins=8, min=0, max=7).to(dtype))

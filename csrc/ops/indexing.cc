@@ -1077,8 +1077,11 @@ constexpr lazy::Lowering kHistc{"aten::histc", &LowerHistc};
 Tensor histc_tpu(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max) {
   CheckTpu("histc", self, "self");
   TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "torch.histc: input tensor and bins "
-              "tensors should have the same dtype, but got input ", self.scalar_type());
+  // Integer inputs as on CUDA (transformers' MoE counts tokens per expert so).
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) ||
+                  at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+              "torch.histc: input tensor and bins tensors should have the same dtype, but got "
+              "input ", self.scalar_type());
   double lo = min.toDouble(), hi = max.toDouble();
   TORCH_CHECK(!(std::isinf(lo) || std::isinf(hi) || std::isnan(lo) || std::isnan(hi)),
               "torch.histc: range of [", lo, ", ", hi, "] is not finite");
@@ -1093,7 +1096,8 @@ Tensor histc_tpu(const Tensor& self, int64_t bins, const c10::Scalar& min, const
   }
   TORCH_CHECK(lo < hi, "torch.histc: max must be larger than min");
   if (flat.numel() == 0) return at::zeros({bins}, self.options());
-  const auto ct = self.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const auto st = self.scalar_type();
+  const auto ct = st == at::kDouble || st == at::kLong || st == at::kInt ? at::kDouble : at::kFloat;
   return Run1(kHistc, {{bins}, {}, {}},
               {OperandOf(flat), ScalarOperand(lo, ct), ScalarOperand(hi, ct)},
               TypeOf({bins}, self.scalar_type()));

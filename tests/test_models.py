@@ -6,8 +6,8 @@ HIGHEST matmul precision: the forward outputs, one training step (loss, every
 gradient, every parameter and buffer after an SGD step), and for the families
 that have it greedy ``generate()`` token for token.
 
-By default (CI) one family per group runs, in Strict and Fused Eager:
-``CI_FAMILIES``. ``pytest --all-models`` (or ``TORCH_TPU_ALL_MODELS=1``)
+By default (CI) one family per group runs (``CI_FAMILIES``), in Strict and
+Fused Eager and under ``torch.compile(backend="tpu")``. ``pytest --all-models`` (or ``TORCH_TPU_ALL_MODELS=1``)
 runs every family of ``torch_tpu.validate.FAMILIES`` in every mode of
 ``torch_tpu.validate.MODES`` that is available (``torch.compile`` with the
 "tpu" backend included).
@@ -42,7 +42,7 @@ from torch_tpu import validate as V  # noqa: E402
 # generation.
 CI_FAMILIES = ("llama", "whisper", "resnet", "vit", "bert")
 CI_GENERATE = ("llama", "whisper", "t5")
-CI_MODES = ("strict", "fused")
+CI_MODES = ("strict", "fused", "compile")
 
 # (family, test) -> what its error says (one text or a tuple of them) while
 # the cause is not fixed. Such a test xfails while it stops on that error or on
@@ -55,8 +55,6 @@ KNOWN_FAILURES = {
     # Training uses the CTC loss (F.ctc_loss), not lowered yet.
     ("wav2vec2", "model"): "aten::_ctc_loss",
     ("hubert", "model"): "aten::_ctc_loss",
-    # The sigmoid loss builds its labels with torch.eye.
-    ("siglip", "model"): "aten::eye",
 }
 
 pytestmark = pytest.mark.skipif(

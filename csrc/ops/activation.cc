@@ -14,6 +14,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/formula.h"
 
 namespace tpu::ops {
 
@@ -26,14 +27,6 @@ using TT = std::vector<ir::TensorType>;
 
 namespace {
 
-Value C(Builder& b, double v, Value like) {
-  const ir::TensorType& t = b.type(like);
-  return ir::Full(b, ir::ConstantF(b, v, t.dtype), t.dims);
-}
-Value Add(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.add", x, y); }
-Value Sub(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.subtract", x, y); }
-Value Mul(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.multiply", x, y); }
-Value Div(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.divide", x, y); }
 Value Lt(Builder& b, Value x, double v) { return ir::Compare(b, x, C(b, v, x), ir::Cmp::LT); }
 Value Le(Builder& b, Value x, double v) { return ir::Compare(b, x, C(b, v, x), ir::Cmp::LE); }
 Value Gt(Builder& b, Value x, double v) { return ir::Compare(b, x, C(b, v, x), ir::Cmp::GT); }

@@ -13,6 +13,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/formula.h"
 
 namespace tpu::ops {
 
@@ -25,15 +26,7 @@ using TT = std::vector<ir::TensorType>;
 
 namespace {
 
-// ---- formula helpers: a 0-d constant broadcast like `like` ----
-Value C(Builder& b, double v, Value like) {
-  const ir::TensorType& t = b.type(like);
-  return ir::Full(b, ir::ConstantF(b, v, t.dtype), t.dims);
-}
-Value Add(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.add", x, y); }
-Value Sub(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.subtract", x, y); }
-Value Mul(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.multiply", x, y); }
-Value Div(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.divide", x, y); }
+// ---- formula helpers (C, Add, Sub, Mul, Div: ops/formula.h) ----
 Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
 Value Sign(Builder& b, Value x) { return ir::Unary(b, "stablehlo.sign", x); }
 Value Sigmoid(Builder& b, Value x) { return ir::Unary(b, "stablehlo.logistic", x); }

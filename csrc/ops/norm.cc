@@ -12,6 +12,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/formula.h"
 #include "ops/common.h"
 
 namespace tpu::ops {
@@ -25,13 +26,6 @@ using TT = std::vector<ir::TensorType>;
 
 namespace {
 
-Value Scal(Builder& b, double v, Value like) {
-  const ir::TensorType& t = b.type(like);
-  return ir::Full(b, ir::ConstantF(b, v, t.dtype), t.dims);
-}
-Value Add(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.add", x, y); }
-Value Sub(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.subtract", x, y); }
-Value Mul(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.multiply", x, y); }
 
 // Sum of x over `dims`, broadcast back to x's shape when `keep`.
 Value SumOver(Builder& b, Value x, const ir::Dims& dims, bool keep) {
@@ -63,7 +57,7 @@ RowStats Stats(Builder& b, Value x, double eps) {
   const ir::Dims d = b.type(x).dims;
   Value xc = Sub(b, x, ir::BroadcastInDim(b, mean, d, {0}));
   Value var = MeanOver(b, Mul(b, xc, xc), {1}, false);
-  return {mean, ir::Unary(b, "stablehlo.rsqrt", Add(b, var, Scal(b, eps, var)))};
+  return {mean, ir::Unary(b, "stablehlo.rsqrt", Add(b, var, C(b, eps, var)))};
 }
 // x̂ = (x - mean) * rstd for x [M, D] and per-row mean/rstd [M].
 Value Normalized(Builder& b, Value x, Value mean, Value rstd) {
@@ -193,8 +187,8 @@ VS LowerVar(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   Value xc = Sub(b, x, MeanOver(b, x, dims, true));
   Value ss = SumOver(b, Mul(b, xc, xc), dims, false);
   // max(0, N - correction), as CPU; 0 gives inf/nan like a division by 0.
-  Value dof = ir::Binary(b, "stablehlo.subtract", ir::CountOver(b, x, dims), Scal(b, a.floats[0], ss));
-  Value v = ir::Binary(b, "stablehlo.divide", ss, ir::Max(b, dof, Scal(b, 0.0, ss)));
+  Value dof = ir::Binary(b, "stablehlo.subtract", ir::CountOver(b, x, dims), C(b, a.floats[0], ss));
+  Value v = ir::Binary(b, "stablehlo.divide", ss, ir::Max(b, dof, C(b, 0.0, ss)));
   if (kind == kStd || kind == kStdMean) v = ir::Unary(b, "stablehlo.sqrt", v);
   auto fit = [&](Value r, const ir::TensorType& t) { return ir::Reshape(b, ir::Convert(b, r, t.dtype), t.dims); };
   VS r{fit(v, out[0])};
@@ -309,7 +303,7 @@ VS LowerBatchNorm(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out)
     mean = ir::Convert(b, rm, acc);
     var = ir::Convert(b, rv, acc);
   }
-  Value invstd = ir::Unary(b, "stablehlo.rsqrt", Add(b, var, Scal(b, eps, var)));
+  Value invstd = ir::Unary(b, "stablehlo.rsqrt", Add(b, var, ops::C(b, eps, var)));
   Value y = Mul(b, Sub(b, x, PerChannel(b, mean, bcs, acc)), PerChannel(b, invstd, bcs, acc));
   if (has_w) y = Mul(b, y, PerChannel(b, w, bcs, acc));
   if (has_b) y = Add(b, y, PerChannel(b, bias, bcs, acc));
@@ -321,12 +315,12 @@ VS LowerBatchNorm(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out)
   const double n = static_cast<double>(B * S);
   if (has_rm) {
     Value old = ir::Convert(b, rm, acc);
-    r.push_back(fit(Add(b, Mul(b, old, Scal(b, 1 - momentum, old)), Mul(b, mean, Scal(b, momentum, mean))), out[3]));
+    r.push_back(fit(Add(b, Mul(b, old, ops::C(b, 1 - momentum, old)), Mul(b, mean, ops::C(b, momentum, mean))), out[3]));
   }
   if (has_rv) {
     Value old = ir::Convert(b, rv, acc);
-    Value unbiased = Mul(b, var, Scal(b, n / std::max(n - 1, 1.0), var));
-    r.push_back(fit(Add(b, Mul(b, old, Scal(b, 1 - momentum, old)), Mul(b, unbiased, Scal(b, momentum, unbiased))), out[3 + has_rm]));
+    Value unbiased = Mul(b, var, ops::C(b, n / std::max(n - 1, 1.0), var));
+    r.push_back(fit(Add(b, Mul(b, old, ops::C(b, 1 - momentum, old)), Mul(b, unbiased, ops::C(b, momentum, unbiased))), out[3 + has_rm]));
   }
   return r;
 }
@@ -419,7 +413,7 @@ VS LowerBatchNormBackward(Builder& b, const VS& in, const lazy::Attrs& a, const 
   Value mean = ir::Convert(b, in[next++], acc);
   Value invstd = ir::Convert(b, in[next++], acc);
   if (!training)  // in[...] held the running variance
-    invstd = ir::Unary(b, "stablehlo.rsqrt", Add(b, invstd, Scal(b, a.floats[0], invstd)));
+    invstd = ir::Unary(b, "stablehlo.rsqrt", Add(b, invstd, ops::C(b, a.floats[0], invstd)));
   Value xhat = Mul(b, Sub(b, x, PerChannel(b, mean, bcs, acc)), PerChannel(b, invstd, bcs, acc));
   Value scale = has_w ? Mul(b, invstd, w) : invstd;  // [C]
   VS r;

@@ -9,6 +9,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/formula.h"
 #include "ops/elementwise.h"
 
 namespace tpu::ops {
@@ -22,10 +23,6 @@ using TT = std::vector<ir::TensorType>;
 
 namespace {
 
-Value C(Builder& b, double v, Value like) {
-  const ir::TensorType& t = b.type(like);
-  return ir::Full(b, ir::ConstantF(b, v, t.dtype), t.dims);
-}
 
 // ints[0] = compute dtype. The op runs in the compute dtype (float32 for
 // half types, as PyTorch's opmath) and is converted to the result dtype.
@@ -91,7 +88,6 @@ Value IsNan(Builder& b, Value x) { return ir::Compare(b, x, x, ir::Cmp::NE); }
 
 // Inverse and hyperbolic trigonometry, from primitives that keep precision
 // near zero (expm1, log1p, atan2).
-Value Mul(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.multiply", x, y); }
 Value Tan(Builder& b, Value x) { return ir::Binary(b, "stablehlo.divide", Sin(b, x), Cos(b, x)); }
 Value Atan(Builder& b, Value x) { return ir::Binary(b, "stablehlo.atan2", x, C(b, 1, x)); }
 Value OneMinusSq(Builder& b, Value x) {  // sqrt(1 - x^2) as sqrt((1 - x)(1 + x))

@@ -8,23 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
+from _compare import compare_grad
+
 TPU = torch.device("tpu")
-
-
-def compare_grad(fn, *inputs, grad_of=None, rtol=None, atol=None):
-    """fn(*inputs) and the gradients of the inputs listed in grad_of (all
-    by default), tpu against CPU."""
-    grad_of = range(len(inputs)) if grad_of is None else grad_of
-    cpu = [x.clone().requires_grad_(i in grad_of) for i, x in enumerate(inputs)]
-    tpu = [x.to(TPU).requires_grad_(i in grad_of) for i, x in enumerate(inputs)]
-    out_c, out_t = fn(*cpu), fn(*tpu)
-    assert out_t.dtype == out_c.dtype and out_t.shape == out_c.shape
-    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
-    g = torch.randn_like(out_c)
-    out_c.backward(g)
-    out_t.backward(g.to(TPU))
-    for i in grad_of:
-        assert_close(tpu[i].grad.cpu(), cpu[i].grad, rtol=rtol, atol=atol)
 
 
 REDUCTIONS = ["none", "mean", "sum"]

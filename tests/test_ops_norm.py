@@ -9,20 +9,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 
+from _compare import compare_grad
+
 TPU = torch.device("tpu")
-
-
-def compare_grad(fn, *inputs, rtol=None, atol=None):
-    """fn(*inputs): forward and every input's gradient, tpu against CPU."""
-    cpu = [x.clone().requires_grad_() for x in inputs]
-    tpu = [x.to(TPU).requires_grad_() for x in inputs]
-    out_c, out_t = fn(*cpu), fn(*tpu)
-    assert_close(out_t.detach().cpu(), out_c.detach(), rtol=rtol, atol=atol)
-    g = torch.randn_like(out_c)
-    out_c.backward(g)
-    out_t.backward(g.to(TPU))
-    for c, t in zip(cpu, tpu):
-        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol)
 
 
 def compare_module(module, x, rtol=None, atol=None):

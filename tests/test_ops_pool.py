@@ -7,25 +7,9 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
+from _compare import compare_grad
+
 TPU = torch.device("tpu")
-
-
-def compare_grad(fn, *inputs, rtol=None, atol=None):
-    """fn(*inputs) -> tensor or tuple: all outputs and every input's gradient
-    (through the first output), tpu against CPU."""
-    cpu = [x.clone().requires_grad_() for x in inputs]
-    tpu = [x.to(TPU).requires_grad_() for x in inputs]
-    out_c, out_t = fn(*cpu), fn(*tpu)
-    if not isinstance(out_c, tuple):
-        out_c, out_t = (out_c,), (out_t,)
-    for c, t in zip(out_c, out_t):
-        assert t.dtype == c.dtype and t.shape == c.shape
-        assert_close(t.detach().cpu(), c.detach(), rtol=rtol, atol=atol)
-    g = torch.randn_like(out_c[0])
-    out_c[0].backward(g)
-    out_t[0].backward(g.to(TPU))
-    for c, t in zip(cpu, tpu):
-        assert_close(t.grad.cpu(), c.grad, rtol=rtol, atol=atol)
 
 
 # --------------------------------------------------------------- max pool --
@@ -171,7 +155,6 @@ def test_pooling_cnn_block(highest_matmul_precision):
     dev(x.to(TPU)).square().sum().backward()
     for (n, pc), (_, pt) in zip(net.named_parameters(), dev.named_parameters()):
         assert_close(pt.grad.cpu(), pc.grad, atol=1e-3, rtol=1e-3, msg=n)
-
 
 
 # ------------------------------------------------------------- max_unpool --

@@ -20,6 +20,7 @@ void RegisterCompiled(py::module& m);  // compiled.cc
 }
 namespace tpu::dist {
 void RegisterDist(py::module& m);  // dist/backend.cc
+void RegisterDistHarness(py::module& m);  // dist/harness.cc
 }
 
 namespace tpu::device {
@@ -164,6 +165,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
   ops::RegisterCompiled(m);
   dist::RegisterDist(m);
+  dist::RegisterDistHarness(m);
   lazy::Executor::Get().set_fused_hook(&device::FlushAtEndOfBackward);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

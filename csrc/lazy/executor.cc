@@ -19,8 +19,6 @@
 
 namespace tpu::lazy {
 
-namespace {
-
 pjrt::ElementType ToPjrt(ir::DType t) {
   using E = pjrt::ElementType;
   switch (t) {
@@ -42,6 +40,8 @@ pjrt::ElementType ToPjrt(ir::DType t) {
   }
   return E::INVALID;
 }
+
+namespace {
 
 size_t ItemSize(ir::DType t) { return t == ir::DType::PRED ? 1 : ir::BitWidth(t) / 8; }
 

@@ -21,6 +21,7 @@
 
 namespace tpu::pjrt {
 class Executable;
+enum class ElementType : int;
 }
 
 namespace tpu::lazy {
@@ -65,6 +66,9 @@ struct CacheStats {
   double compile_seconds = 0;
   std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds
 };
+
+// The PJRT element type of an IR dtype.
+pjrt::ElementType ToPjrt(ir::DType t);
 
 class Executor {
  public:

@@ -203,6 +203,20 @@ PJRT_Device* DeviceAt(const std::vector<PJRT_Device*>& devices, int index) {
   return devices[index];
 }
 
+PJRT_DeviceDescription* Description(const Api& api, PJRT_Device* device) {
+  Args<PJRT_Device_GetDescription_Args> d;
+  d->device = device;
+  PJRT_CALL(api, PJRT_Device_GetDescription, d);
+  return d->device_description;
+}
+
+int DeviceId(const Api& api, PJRT_Device* device) {
+  Args<PJRT_DeviceDescription_Id_Args> a;
+  a->device_description = Description(api, device);
+  PJRT_CALL(api, PJRT_DeviceDescription_Id, a);
+  return a->id;
+}
+
 // A PJRT_Executable (the compiled, not loaded, view of a loaded executable),
 // destroyed at scope exit.
 class UnloadedExecutable {
@@ -281,9 +295,16 @@ const char* ElementTypeName(ElementType t) {
   return "invalid";
 }
 
-std::string EncodeCompileOptions(int num_replicas, int num_partitions) {
+std::string EncodeCompileOptions(int num_replicas, int num_partitions,
+                                 const std::vector<int>& replica_devices) {
   if (num_replicas < 1 || num_partitions < 1) {
     throw Error("EncodeCompileOptions: num_replicas and num_partitions must be >= 1",
+                kInvalidArgument);
+  }
+  if (!replica_devices.empty() &&
+      (num_partitions != 1 || replica_devices.size() != static_cast<size_t>(num_replicas))) {
+    throw Error("EncodeCompileOptions: a device assignment needs one device per replica and "
+                "one partition",
                 kInvalidArgument);
   }
   // ExecutableBuildOptionsProto: num_replicas = 4, num_partitions = 5 (varints).
@@ -292,6 +313,27 @@ std::string EncodeCompileOptions(int num_replicas, int num_partitions) {
   AppendVarint(build, static_cast<uint64_t>(num_replicas));
   build.push_back(0x28);
   AppendVarint(build, static_cast<uint64_t>(num_partitions));
+  if (!replica_devices.empty()) {
+    // DeviceAssignmentProto { replica_count = 1, computation_count = 2,
+    // computation_devices = 3 { replica_device_ids = 1 (repeated) } }.
+    std::string computation;
+    for (int id : replica_devices) {
+      computation.push_back(0x08);
+      AppendVarint(computation, static_cast<uint64_t>(static_cast<int64_t>(id)));
+    }
+    std::string assignment;
+    assignment.push_back(0x08);
+    AppendVarint(assignment, static_cast<uint64_t>(num_replicas));
+    assignment.push_back(0x10);
+    AppendVarint(assignment, 1);
+    assignment.push_back(0x1a);
+    AppendVarint(assignment, computation.size());
+    assignment += computation;
+    // ExecutableBuildOptionsProto.device_assignment = 9 (length-delimited).
+    build.push_back(0x4a);
+    AppendVarint(build, assignment.size());
+    build += assignment;
+  }
   // CompileOptionsProto: executable_build_options = 3 (length-delimited).
   std::string out;
   out.push_back(0x1a);
@@ -494,6 +536,57 @@ std::vector<std::unique_ptr<Buffer>> Executable::Execute(const std::vector<PJRT_
   return result;
 }
 
+std::vector<int> Executable::addressable_device_ids() const {
+  Args<PJRT_LoadedExecutable_AddressableDevices_Args> a;
+  a->executable = exe_;
+  PJRT_CALL(*api_, PJRT_LoadedExecutable_AddressableDevices, a);
+  std::vector<int> ids;
+  for (size_t i = 0; i < a->num_addressable_devices; ++i) ids.push_back(DeviceId(*api_, a->addressable_devices[i]));
+  return ids;
+}
+
+std::vector<std::vector<std::unique_ptr<Buffer>>> Executable::ExecuteOnDevices(
+    const std::vector<std::vector<PJRT_Buffer*>>& args) const {
+  if (args.empty()) throw Error("Executable::ExecuteOnDevices: no devices", kInvalidArgument);
+  const size_t num_args = args[0].size();
+  for (size_t d = 0; d < args.size(); ++d) {
+    if (args[d].size() != num_args) {
+      throw Error("Executable::ExecuteOnDevices: every device needs the same number of arguments",
+                  kInvalidArgument);
+    }
+    for (size_t i = 0; i < num_args; ++i) {
+      if (args[d][i] == nullptr) {
+        throw Error("Executable::ExecuteOnDevices: argument " + std::to_string(i) + " of device " +
+                        std::to_string(d) + " is null",
+                    kInvalidArgument);
+      }
+    }
+  }
+  Args<PJRT_ExecuteOptions> options;
+  std::vector<PJRT_Buffer* const*> argument_lists;
+  std::vector<std::vector<PJRT_Buffer*>> outputs(args.size(), std::vector<PJRT_Buffer*>(num_outputs_, nullptr));
+  std::vector<PJRT_Buffer**> output_lists;
+  for (size_t d = 0; d < args.size(); ++d) {
+    argument_lists.push_back(args[d].data());
+    output_lists.push_back(outputs[d].data());
+  }
+  Args<PJRT_LoadedExecutable_Execute_Args> a;
+  a->executable = exe_;
+  a->options = options.get();
+  a->argument_lists = argument_lists.data();
+  a->num_devices = args.size();
+  a->num_args = num_args;
+  a->output_lists = output_lists.data();
+  a->device_complete_events = nullptr;
+  a->execute_device = nullptr;
+  PJRT_CALL(*api_, PJRT_LoadedExecutable_Execute, a);
+  std::vector<std::vector<std::unique_ptr<Buffer>>> result(args.size());
+  for (size_t d = 0; d < args.size(); ++d) {
+    for (PJRT_Buffer* b : outputs[d]) result[d].push_back(std::make_unique<Buffer>(api_, b));
+  }
+  return result;
+}
+
 std::string Executable::Serialize() const {
   UnloadedExecutable unloaded(*api_, exe_);
   Args<PJRT_Executable_Serialize_Args> a;
@@ -511,12 +604,63 @@ std::string Executable::Serialize() const {
 // Client
 
 namespace {
-PJRT_Client* CreateClient(const Api& api, const std::vector<PJRT_NamedValue>& options) {
+PJRT_Error* KvGet(PJRT_KeyValueGetCallback_Args* args) {
+  auto* store = static_cast<KeyValueStore*>(args->user_arg);
+  try {
+    std::string v = store->get(std::string(args->key, args->key_size), args->timeout_in_ms);
+    char* out = new char[v.size() + 1];
+    std::memcpy(out, v.data(), v.size());
+    args->value = out;
+    args->value_size = v.size();
+    args->value_deleter_callback = [](char* p) { delete[] p; };
+    return nullptr;
+  } catch (const std::exception& e) {
+    std::string m = std::string("key-value store get: ") + e.what();
+    return (*args->callback_error)(PJRT_Error_Code_DEADLINE_EXCEEDED, m.data(), m.size());
+  }
+}
+
+PJRT_Error* KvPut(PJRT_KeyValuePutCallback_Args* args) {
+  auto* store = static_cast<KeyValueStore*>(args->user_arg);
+  try {
+    store->put(std::string(args->key, args->key_size), std::string(args->value, args->value_size));
+    return nullptr;
+  } catch (const std::exception& e) {
+    std::string m = std::string("key-value store put: ") + e.what();
+    return (*args->callback_error)(PJRT_Error_Code_INTERNAL, m.data(), m.size());
+  }
+}
+
+PJRT_Client* CreateClient(const Api& api, const std::vector<PJRT_NamedValue>& options,
+                          KeyValueStore* kv = nullptr) {
   Args<PJRT_Client_Create_Args> a;
   a->create_options = options.empty() ? nullptr : options.data();
   a->num_options = options.size();
+  if (kv != nullptr) {
+    a->kv_get_callback = &KvGet;
+    a->kv_get_user_arg = kv;
+    a->kv_put_callback = &KvPut;
+    a->kv_put_user_arg = kv;
+  }
   PJRT_CALL(api, PJRT_Client_Create, a);
   return a->client;
+}
+
+PJRT_NamedValue Int64Option(const char* name, const int64_t* values, size_t n, bool list) {
+  PJRT_NamedValue v{};
+  v.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+  v.name = name;
+  v.name_size = std::strlen(name);
+  if (list) {
+    v.type = PJRT_NamedValue_kInt64List;
+    v.int64_array_value = values;
+    v.value_size = n;
+  } else {
+    v.type = PJRT_NamedValue_kInt64;
+    v.int64_value = values[0];
+    v.value_size = 1;
+  }
+  return v;
 }
 
 std::string BaseName(const std::string& path) {
@@ -529,23 +673,40 @@ std::shared_ptr<Client> Client::Create(const std::string& plugin_path, const Cli
   if (opts.cpu_device_count < 1) {
     throw Error("ClientOptions.cpu_device_count must be >= 1", kInvalidArgument);
   }
+  if (opts.num_nodes < 1 || opts.node_id < 0 || opts.node_id >= opts.num_nodes) {
+    throw Error("ClientOptions: node_id must be in [0, num_nodes)", kInvalidArgument);
+  }
+  if (opts.num_nodes > 1 && !opts.kv_store) {
+    throw Error("ClientOptions: a multi-process client needs a key-value store", kInvalidArgument);
+  }
   std::shared_ptr<Api> api = LoadApi(plugin_path);
   std::shared_ptr<Client> client(new Client());  // private constructor
   client->api_ = api;
   client->plugin_path_ = plugin_path;
+  client->num_nodes_ = opts.num_nodes;
+  client->kv_store_ = opts.num_nodes > 1 ? opts.kv_store : nullptr;
 
   // Plugins reject create options they do not know (the CUDA plugin does), so
   // cpu_device_count goes only to what looks like the CPU plugin; should that
   // plugin not know the option either, fall back to its defaults.
-  const bool cpu = BaseName(plugin_path).find("cpu") != std::string::npos;
-  if (cpu) {
-    PJRT_NamedValue count{};
-    count.struct_size = PJRT_NamedValue_STRUCT_SIZE;
-    count.name = "cpu_device_count";
-    count.name_size = std::strlen(count.name);
-    count.type = PJRT_NamedValue_kInt64;
-    count.int64_value = opts.cpu_device_count;
-    count.value_size = 1;
+  const std::string base = BaseName(plugin_path);
+  const bool cpu = base.find("cpu") != std::string::npos;
+  if (opts.num_nodes > 1) {
+    // The CUDA plugin takes its place in the job as options; libtpu reads
+    // its topology from the environment and needs only the store.
+    std::vector<PJRT_NamedValue> options;
+    if (base.find("cuda") != std::string::npos) {
+      options.push_back(Int64Option("node_id", &opts.node_id, 1, false));
+      options.push_back(Int64Option("num_nodes", &opts.num_nodes, 1, false));
+      if (!opts.visible_devices.empty()) {
+        options.push_back(Int64Option("visible_devices", opts.visible_devices.data(),
+                                      opts.visible_devices.size(), true));
+      }
+    }
+    client->client_ = CreateClient(*api, options, client->kv_store_.get());
+  } else if (cpu) {
+    const int64_t count_value = opts.cpu_device_count;
+    PJRT_NamedValue count = Int64Option("cpu_device_count", &count_value, 1, false);
     try {
       client->client_ = CreateClient(*api, {count});
     } catch (const Error& e) {
@@ -600,6 +761,22 @@ std::string Client::plugin_identity() const {
   return plugin_path_ + "|pjrt-api=" + std::to_string(major) + "." + std::to_string(minor) +
          "|platform=" + platform_version_ + "|size=" + std::to_string(size) +
          "|mtime_ns=" + std::to_string(mtime_ns);
+}
+
+int Client::device_id(int device) const { return DeviceId(*api_, DeviceAt(devices_, device)); }
+
+std::vector<std::pair<int, int>> Client::global_devices() const {
+  Args<PJRT_Client_Devices_Args> a;
+  a->client = client_;
+  PJRT_CALL(*api_, PJRT_Client_Devices, a);
+  std::vector<std::pair<int, int>> out;
+  for (size_t i = 0; i < a->num_devices; ++i) {
+    Args<PJRT_DeviceDescription_ProcessIndex_Args> p;
+    p->device_description = Description(*api_, a->devices[i]);
+    PJRT_CALL(*api_, PJRT_DeviceDescription_ProcessIndex, p);
+    out.emplace_back(DeviceId(*api_, a->devices[i]), p->process_index);
+  }
+  return out;
 }
 
 std::string Client::device_kind(int device) const {
@@ -705,6 +882,24 @@ std::unique_ptr<Executable> Client::Compile(const std::string& mlir_text,
   a->compile_options_size = options.size();
   PJRT_CALL(*api_, PJRT_Client_Compile, a);
   return std::make_unique<Executable>(api_, a->executable, dev);
+}
+
+std::unique_ptr<Executable> Client::CompileForDevices(const std::string& mlir_text,
+                                                      const std::vector<int>& replica_devices) {
+  if (replica_devices.empty()) throw Error("CompileForDevices: no devices", kInvalidArgument);
+  std::string options = EncodeCompileOptions(static_cast<int>(replica_devices.size()), 1, replica_devices);
+  Args<PJRT_Program> program;
+  program->code = const_cast<char*>(mlir_text.data());
+  program->code_size = mlir_text.size();
+  program->format = "mlir";
+  program->format_size = 4;
+  Args<PJRT_Client_Compile_Args> a;
+  a->client = client_;
+  a->program = program.get();
+  a->compile_options = options.data();
+  a->compile_options_size = options.size();
+  PJRT_CALL(*api_, PJRT_Client_Compile, a);
+  return std::make_unique<Executable>(api_, a->executable, nullptr);
 }
 
 std::unique_ptr<Executable> Client::Deserialize(const std::string& bytes, int device) {

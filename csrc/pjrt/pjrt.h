@@ -111,6 +111,14 @@ class Executable {
   std::vector<std::unique_ptr<Buffer>> Execute(const std::vector<PJRT_Buffer*>& args,
                                                const std::vector<int64_t>& non_donatable = {},
                                                std::unique_ptr<Event>* done = nullptr) const;
+  // For a program compiled for several devices (Client::CompileForDevices):
+  // the global ids of the devices of this process it runs on, in the order
+  // ExecuteOnDevices takes their argument lists.
+  std::vector<int> addressable_device_ids() const;
+  // Launches on every addressable device at once, `args[i]` on the i-th of
+  // addressable_device_ids(); returns each device's outputs.
+  std::vector<std::vector<std::unique_ptr<Buffer>>> ExecuteOnDevices(
+      const std::vector<std::vector<PJRT_Buffer*>>& args) const;
   // PJRT_Executable_Serialize of the underlying executable.
   std::string Serialize() const;
   PJRT_LoadedExecutable* raw() const { return exe_; }
@@ -129,11 +137,28 @@ struct MemoryStats {
 };
 
 // Encodes a serialized xla.CompileOptionsProto by hand (see pjrt-facts.md):
-// executable_build_options { num_replicas, num_partitions }.
-std::string EncodeCompileOptions(int num_replicas = 1, int num_partitions = 1);
+// executable_build_options { num_replicas, num_partitions, device_assignment }.
+// `replica_devices` (optional, one partition): the global device id of each
+// replica; without it XLA assigns devices 0..num_replicas-1.
+std::string EncodeCompileOptions(int num_replicas = 1, int num_partitions = 1,
+                                 const std::vector<int>& replica_devices = {});
+
+// A key-value store shared by the processes of a multi-process client (the
+// c10d store under tpu_dist). `get` blocks up to `timeout_ms` and throws on
+// timeout; both throw std::exception on failure.
+struct KeyValueStore {
+  std::function<std::string(const std::string& key, int timeout_ms)> get;
+  std::function<void(const std::string& key, const std::string& value)> put;
+};
 
 struct ClientOptions {
   int64_t cpu_device_count = 1;  // passed only to the CPU plugin
+  // Multi-process clients (accelerator plugins): this process's index, the
+  // number of processes, the local devices it owns, and the store through
+  // which the plugin exchanges topology. Unused when num_nodes == 1.
+  int64_t node_id = 0, num_nodes = 1;
+  std::vector<int64_t> visible_devices;
+  std::shared_ptr<KeyValueStore> kv_store;
 };
 
 class Client {
@@ -154,6 +179,11 @@ class Client {
   // version and the file's size and mtime.
   std::string plugin_identity() const;
   int device_count() const { return static_cast<int>(devices_.size()); }  // addressable
+  // Global id of addressable device `device` (unique across processes).
+  int device_id(int device) const;
+  // Every device of the client, across processes: (global id, process index).
+  std::vector<std::pair<int, int>> global_devices() const;
+  int64_t num_nodes() const { return num_nodes_; }
   std::string device_kind(int device) const;  // e.g. "cpu", "NVIDIA H200"
   MemoryStats memory_stats(int device) const;
 
@@ -168,6 +198,11 @@ class Client {
   std::unique_ptr<Executable> Compile(const std::string& mlir_text,
                                       const std::string& compile_options = EncodeCompileOptions(),
                                       int device = 0);
+  // Compiles MLIR text for num_replicas = replica_devices.size() replicas,
+  // replica i on the device with global id replica_devices[i] (devices of
+  // other processes included); launch it with Executable::ExecuteOnDevices.
+  std::unique_ptr<Executable> CompileForDevices(const std::string& mlir_text,
+                                                const std::vector<int>& replica_devices);
   // PJRT_Executable_DeserializeAndLoad.
   std::unique_ptr<Executable> Deserialize(const std::string& bytes, int device = 0);
 
@@ -178,6 +213,8 @@ class Client {
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;
   std::string platform_name_, platform_version_, plugin_path_;
+  int64_t num_nodes_ = 1;
+  std::shared_ptr<KeyValueStore> kv_store_;  // read by the plugin's callbacks
 };
 
 }  // namespace tpu::pjrt

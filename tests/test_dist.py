@@ -27,6 +27,24 @@ def torchrun(script, nproc, env_extra=None, timeout=300):
     return p.stdout
 
 
+def test_xla_engine_runs_every_collective_single_process():
+    # The XLA engine's data path (tensor -> program on the plugin -> tensor,
+    # list forms, uneven all_to_all, Work) on a one-process group: the CPU
+    # plugin runs no collective across processes (the programs themselves
+    # are checked on several devices by tests/test_dist_lowering.py).
+    out = torchrun("collectives.py", 1, {"TORCH_TPU_DIST_ENGINE": "xla"})
+    assert "collectives ok (xla engine)" in out
+
+
+def test_xla_engine_refuses_multiprocess_on_cpu_plugin():
+    env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_TPU_DIST_ENGINE="xla")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           os.path.join(HERE, "collectives.py")]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    assert "XLA's CPU plugin cannot" in p.stdout + p.stderr
+
+
 def test_backend_is_registered():
     assert "tpu_dist" in torch.distributed.Backend.backend_list
     assert torch.distributed.Backend.default_device_backend_map.get("tpu") == "tpu_dist"

@@ -5,13 +5,14 @@
 so DDP, FSDP2, DTensor and functional collectives work unchanged, one
 process per device, launched with ``torchrun``.
 
-Engines (``TORCH_TPU_DIST_ENGINE``):
-- ``host``: each collective moves its tensors through the host and runs
-  with PyTorch's Gloo backend, built here on the group's own store. This is
-  the engine for plugins that cannot run collectives across processes
-  (XLA's CPU plugin).
-- ``xla``: collectives as StableHLO ops in compiled programs on a
-  multi-process PJRT client (TPU and GPU plugins) -- not available yet.
+Engines (``TORCH_TPU_DIST_ENGINE``; unset = chosen from the plugin):
+- ``xla`` (TPU and GPU plugins): each collective is a StableHLO collective
+  in a program compiled for the group's devices, on the multi-process PJRT
+  client that torch_tpu creates under torchrun (its key-value store is
+  torchrun's store). On XLA's CPU plugin it runs only single-process groups.
+- ``host`` (the CPU plugin): each collective moves its tensors through the
+  host and runs with PyTorch's Gloo backend, built here on the group's own
+  store; the CPU plugin cannot run collectives across processes.
 """
 
 import torch
@@ -23,20 +24,27 @@ from ._env import env
 BACKEND = "tpu_dist"
 
 
-def _engine() -> str:
-    choice = env.dist_engine or "host"
-    if choice not in ("host", "xla"):
+def _engine(group_size: int = 1) -> str:
+    choice = env.dist_engine
+    if choice not in (None, "", "host", "xla"):
         raise ValueError(f"TORCH_TPU_DIST_ENGINE={choice!r}: expected 'host' or 'xla'")
-    if choice == "xla":
-        raise NotImplementedError(
-            "tpu_dist: the XLA collective engine is not available in this build; "
-            "use TORCH_TPU_DIST_ENGINE=host")
+    cpu = _C._platform() == "cpu"
+    if not choice:
+        return "host" if cpu else "xla"
+    if choice == "xla" and cpu and group_size > 1:
+        raise RuntimeError(
+            "tpu_dist: TORCH_TPU_DIST_ENGINE=xla needs a plugin that runs collectives across "
+            "processes; XLA's CPU plugin cannot. Use TORCH_TPU_DIST_ENGINE=host (the default "
+            "on the CPU plugin).")
     return choice
 
 
 def _create_backend(opts, backend_options=None):
     """Called by c10d for each process group that uses tpu_dist."""
-    _engine()
+    if _engine(opts.group_size) == "xla":
+        store = dist.PrefixStore(f"{BACKEND}/xla/", opts.store)
+        return _C._TpuDistBackend(store, opts.group_rank, opts.group_size,
+                                  opts.timeout.total_seconds())
     store = dist.PrefixStore(f"{BACKEND}/host/", opts.store)
     host = dist.ProcessGroupGloo(store, opts.group_rank, opts.group_size, opts.timeout)
     return _C._TpuDistBackend(host, opts.group_rank, opts.group_size)

@@ -7,12 +7,18 @@ namespace tpu::lazy {
 namespace {
 std::mutex g_mu;
 PluginConfig g_config;
+Runtime::OptionsProvider g_options;
 Runtime* g_runtime = nullptr;
 }  // namespace
 
 void Runtime::Configure(PluginConfig cfg) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_config = std::move(cfg);
+}
+
+void Runtime::SetOptionsProvider(OptionsProvider provider) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_options = std::move(provider);
 }
 
 bool Runtime::initialized() {
@@ -26,7 +32,7 @@ Runtime& Runtime::Get() {
   pjrt::PluginChoice choice =
       pjrt::FindPlugin(g_config.explicit_path, g_config.platform, g_config.search_dirs);
   auto rt = std::unique_ptr<Runtime>(new Runtime());
-  rt->client_ = pjrt::Client::Create(choice.path);
+  rt->client_ = pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});
   rt->platform_ = rt->client_->platform_name();
   g_runtime = rt.release();  // lives for the process: buffers may outlive exit order
   return *g_runtime;

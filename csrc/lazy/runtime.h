@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +24,10 @@ class Runtime {
  public:
   // Set before first use (by the Python package at import).
   static void Configure(PluginConfig cfg);
+  // Decides the client's options from the chosen plugin when the client is
+  // created (tpu_dist sets one for multi-process jobs).
+  using OptionsProvider = std::function<pjrt::ClientOptions(const pjrt::PluginChoice&)>;
+  static void SetOptionsProvider(OptionsProvider provider);
   // The runtime, creating the client on first call (lazy init, like CUDA).
   static Runtime& Get();
   static bool initialized();

@@ -1,6 +1,8 @@
 """Run under torchrun: every collective of tpu_dist against values computed
 locally, for several reduce ops and dtypes, sync and async."""
 
+import os
+
 import torch
 import torch.distributed as dist
 
@@ -9,6 +11,10 @@ import torch_tpu  # noqa: F401
 dist.init_process_group(backend="tpu_dist")
 r, w = dist.get_rank(), dist.get_world_size()
 T = "tpu"
+# The engine that runs these: the CPU plugin's default is the host engine;
+# TORCH_TPU_DIST_ENGINE=xla runs a one-process group through XLA programs.
+engine = dist.group.WORLD._get_backend(torch.device(T)).engine
+assert engine == (os.environ.get("TORCH_TPU_DIST_ENGINE") or "host"), engine
 
 
 def check(got, want, what):
@@ -93,5 +99,5 @@ if r % 2 == 0:
     dist.all_reduce(x, group=evens)
     check(x, torch.full((2,), float(len(range(0, w, 2)))), "new_group all_reduce")
 dist.barrier()
-print(f"rank {r}: collectives ok")
+print(f"rank {r}: collectives ok ({engine} engine)")
 dist.destroy_process_group()

@@ -25,6 +25,10 @@ VARIABLES = (
          "raising NotImplementedError."),
     _Var("TORCH_TPU_DEFER_AND_FUSE", "0", "stable",
          "1: start in Fused Eager mode (EagerMode.DEFER_AND_FUSE)."),
+    _Var("TORCH_TPU_DIST_CHECK", "1", "stable",
+         "tpu_dist: before each collective the ranks compare what they are about to run "
+         "through the store and raise on every rank if it differs; '0' turns the check off "
+         "(it costs one store round trip per collective)."),
     _Var("TORCH_TPU_DIST_ENGINE", "", "experimental",
          "tpu_dist collectives: 'host' (through the host with Gloo) or 'xla' (StableHLO "
          "collectives); default: what the plugin supports ('host' on the CPU plugin)."),

@@ -41,13 +41,19 @@ def _engine(group_size: int = 1) -> str:
 
 def _create_backend(opts, backend_options=None):
     """Called by c10d for each process group that uses tpu_dist."""
+    # The fingerprint check (TORCH_TPU_DIST_CHECK, on unless "0"): before each
+    # collective the ranks compare what they are about to run through the
+    # store, so that diverging ranks raise instead of hanging.
+    check = None
+    if env.dist_check != "0" and opts.group_size > 1:
+        check = dist.PrefixStore(f"{BACKEND}/check/", opts.store)
     if _engine(opts.group_size) == "xla":
         store = dist.PrefixStore(f"{BACKEND}/xla/", opts.store)
         return _C._TpuDistBackend(store, opts.group_rank, opts.group_size,
-                                  opts.timeout.total_seconds())
+                                  opts.timeout.total_seconds(), check)
     store = dist.PrefixStore(f"{BACKEND}/host/", opts.store)
     host = dist.ProcessGroupGloo(store, opts.group_rank, opts.group_size, opts.timeout)
-    return _C._TpuDistBackend(host, opts.group_rank, opts.group_size)
+    return _C._TpuDistBackend(host, opts.group_rank, opts.group_size, check)
 
 
 def _register() -> None:

@@ -142,13 +142,15 @@ void Check(const char* op, const TensorList& ts) {
 
 class TpuDistBackend : public c10d::Backend {
  public:
-  // Host engine.
-  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> host, int rank, int size)
-      : c10d::Backend(rank, size), host_(std::move(host)) {}
+  // Host engine. `check`: a store for the fingerprint exchange, or null.
+  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> host, int rank, int size,
+                 c10::intrusive_ptr<c10d::Store> check)
+      : c10d::Backend(rank, size), host_(std::move(host)), check_(std::move(check)) {}
   // XLA engine.
-  TpuDistBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s)
+  TpuDistBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s,
+                 c10::intrusive_ptr<c10d::Store> check)
       : c10d::Backend(rank, size), xla_(std::make_shared<XlaEngine>(store, rank, size)),
-        timeout_(static_cast<int64_t>(timeout_s * 1000)) {}
+        check_(std::move(check)), timeout_(static_cast<int64_t>(timeout_s * 1000)) {}
 
   const std::string getBackendName() const override { return "tpu_dist"; }
   std::string engine() const { return xla_ ? "xla" : "host"; }
@@ -163,6 +165,7 @@ class TpuDistBackend : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(TensorList& tensors, const c10d::BroadcastOptions& opts) override {
+    Agree("broadcast " + Describe(tensors) + " root " + std::to_string(opts.rootRank));
     if (xla_) return XBroadcast(tensors, opts);
     Check("broadcast", tensors);
     TensorList h = Host(tensors);
@@ -172,6 +175,7 @@ class TpuDistBackend : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(TensorList& tensors, const c10d::AllreduceOptions& opts) override {
+    Agree("allreduce " + Describe(tensors) + " op " + std::to_string(static_cast<int>(opts.reduceOp.op_)));
     if (xla_) return XAllreduce(tensors, opts.reduceOp, c10d::OpType::ALLREDUCE);
     Check("allreduce", tensors);
     TensorList h = Host(tensors);
@@ -192,6 +196,7 @@ class TpuDistBackend : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> reduce(TensorList& tensors, const c10d::ReduceOptions& opts) override {
+    Agree("reduce " + Describe(tensors) + " op " + std::to_string(static_cast<int>(opts.reduceOp.op_)) + " root " + std::to_string(opts.rootRank));
     if (xla_) return XReduce(tensors, opts);
     Check("reduce", tensors);
     TensorList h = Host(tensors);
@@ -204,6 +209,7 @@ class TpuDistBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<TensorList>& outputs, TensorList& inputs,
                                            const c10d::AllgatherOptions& opts) override {
+    Agree("allgather " + Describe(inputs));
     if (xla_) return XAllgather(outputs, inputs);
     Check("allgather", inputs);
     TensorList h = Host(inputs);
@@ -220,6 +226,7 @@ class TpuDistBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(Tensor& output, Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override {
+    Agree("allgather_into_tensor " + Describe({input}));
     if (xla_) return XAllgatherBase(output, input);
     Tensor ho = HostOut(output), hi = Host(input);
     host_->_allgather_base(ho, hi, opts)->wait();
@@ -247,6 +254,7 @@ class TpuDistBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<TensorList>& outputs, TensorList& inputs,
                                         const c10d::GatherOptions& opts) override {
+    Agree("gather " + Describe(inputs) + " root " + std::to_string(opts.rootRank));
     if (xla_) return XGather(outputs, inputs, opts);
     TensorList h = Host(inputs);
     std::vector<TensorList> ho;
@@ -262,6 +270,7 @@ class TpuDistBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> scatter(TensorList& outputs, std::vector<TensorList>& inputs,
                                          const c10d::ScatterOptions& opts) override {
+    Agree("scatter " + Describe(outputs) + " root " + std::to_string(opts.rootRank));
     if (xla_) return XScatter(outputs, inputs, opts);
     TensorList ho = HostOut(outputs);
     std::vector<TensorList> hi;
@@ -273,6 +282,7 @@ class TpuDistBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter(TensorList& outputs, std::vector<TensorList>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
+    Agree("reduce_scatter " + Describe(outputs) + " op " + std::to_string(static_cast<int>(opts.reduceOp.op_)));
     if (xla_) return XReduceScatter(outputs, inputs, opts);
     TensorList ho = HostOut(outputs);
     std::vector<TensorList> hi;
@@ -288,6 +298,7 @@ class TpuDistBackend : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(Tensor& output, Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
+    Agree("reduce_scatter_tensor " + Describe({output}) + " op " + std::to_string(static_cast<int>(opts.reduceOp.op_)));
     if (xla_) return XReduceScatterBase(output, input, opts.reduceOp);
     Tensor ho = HostOut(output);
     TensorList hi{Host(input)};
@@ -307,6 +318,7 @@ class TpuDistBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> alltoall_base(Tensor& output, Tensor& input, std::vector<int64_t>& out_splits,
                                                std::vector<int64_t>& in_splits,
                                                const c10d::AllToAllOptions& opts) override {
+    Agree(std::string("alltoall_base ") + c10::toString(input.scalar_type()));
     if (xla_) return XAlltoallBase(output, input, out_splits, in_splits);
     Tensor ho = HostOut(output), hi = Host(input);
     host_->alltoall_base(ho, hi, out_splits, in_splits, opts)->wait();
@@ -320,6 +332,7 @@ class TpuDistBackend : public c10d::Backend {
     // may differ in size (Gloo's list form needs equal sizes).
     TORCH_CHECK(inputs.size() == outputs.size() && !inputs.empty(),
                 "tpu_dist alltoall: expected one input and one output tensor per rank");
+    Agree(std::string("alltoall ") + c10::toString(inputs[0].scalar_type()));
     if (xla_) return XAlltoall(outputs, inputs);
     TensorList flat_in;
     std::vector<int64_t> in_splits, out_splits;
@@ -364,9 +377,64 @@ class TpuDistBackend : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    Agree("barrier");
     if (xla_) return XBarrier();
     host_->barrier(opts)->wait();
     return Done(c10d::OpType::BARRIER, {});
+  }
+
+  // --- fingerprint check ------------------------------------------------------
+  //
+  // Before each collective every rank publishes what it is about to run
+  // (op, dtypes, shapes, reduce op, root) under the collective's number and
+  // reads everyone's; if they differ, every rank raises the same error
+  // instead of entering mismatched programs and hanging. A rank that died
+  // never publishes: the others raise when the store's wait times out.
+  static std::string Describe(const TensorList& ts) {
+    std::string out;
+    for (const Tensor& t : ts) {
+      out += std::string(c10::toString(t.scalar_type())) + "[";
+      for (int64_t i = 0; i < t.dim(); ++i) out += (i ? "," : "") + std::to_string(t.size(i));
+      out += "]";
+    }
+    return out;
+  }
+  void Agree(const std::string& what) {
+    if (!check_) return;
+    const uint64_t n = ++checked_;
+    const std::string prefix = std::to_string(n) + "/";
+    check_->set(prefix + std::to_string(getRank()), std::vector<uint8_t>(what.begin(), what.end()));
+    std::vector<std::string> keys;
+    for (int r = 0; r < getSize(); ++r) keys.push_back(prefix + std::to_string(r));
+    std::vector<std::vector<uint8_t>> all;
+    try {
+      all = check_->multiGet(keys);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "tpu_dist: collective #", n, " (", what, "): not every rank reached it within the "
+                  "process group's timeout (a rank may have died or be stuck): ", e.what());
+    }
+    bool same = true;
+    for (const auto& v : all) same &= std::string(v.begin(), v.end()) == what;
+    if (n > 2) check_->deleteKey(std::to_string(n - 2) + "/" + std::to_string(getRank()));
+    if (same) return;
+    // Every rank has read the fingerprints once all have acknowledged; only
+    // then may one raise (and perhaps exit, taking the store's server with
+    // it when it is rank 0).
+    try {
+      const std::string ack = "ack/" + std::to_string(n) + "/";
+      check_->set(ack + std::to_string(getRank()), std::vector<uint8_t>{1});
+      std::vector<std::string> acks;
+      for (int r = 0; r < getSize(); ++r) acks.push_back(ack + std::to_string(r));
+      check_->wait(acks, std::chrono::seconds(30));
+    } catch (const std::exception&) {
+      // The mismatch is known either way.
+    }
+    std::string msg;
+    for (int r = 0; r < getSize(); ++r) {
+      msg += "\n  rank " + std::to_string(r) + ": " + std::string(all[r].begin(), all[r].end());
+    }
+    TORCH_CHECK(false, "tpu_dist: the ranks are running different collectives (collective #", n,
+                "); every rank raises this error instead of hanging:", msg);
   }
 
   // --- XLA engine -----------------------------------------------------------
@@ -588,6 +656,8 @@ class TpuDistBackend : public c10d::Backend {
   }
   c10::intrusive_ptr<c10d::Backend> host_;
   std::shared_ptr<XlaEngine> xla_;
+  c10::intrusive_ptr<c10d::Store> check_;
+  uint64_t checked_ = 0;
   std::chrono::milliseconds timeout_{std::chrono::minutes(30)};
   uint64_t seq_ = 0;
 };
@@ -596,10 +666,10 @@ class TpuDistBackend : public c10d::Backend {
 
 void RegisterDist(py::module& m) {
   py::class_<TpuDistBackend, c10d::Backend, c10::intrusive_ptr<TpuDistBackend>>(m, "_TpuDistBackend")
-      .def(py::init<c10::intrusive_ptr<c10d::Backend>, int, int>(), py::arg("host"), py::arg("rank"),
-           py::arg("size"))
-      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double>(), py::arg("store"),
-           py::arg("rank"), py::arg("size"), py::arg("timeout_s"))
+      .def(py::init<c10::intrusive_ptr<c10d::Backend>, int, int, c10::intrusive_ptr<c10d::Store>>(),
+           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check"))
+      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double, c10::intrusive_ptr<c10d::Store>>(),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"), py::arg("check"))
       .def_property_readonly("engine", &TpuDistBackend::engine);
   RegisterDistClientOptions();
 }

@@ -3,8 +3,9 @@ torchrun, whose agent would stop the other ranks itself.
 
   dead:      rank 1 dies; rank 0's next collective must raise within the
              process group's timeout instead of hanging.
-  diverge:   the ranks call different collectives (TORCH_DISTRIBUTED_DEBUG=
-             DETAIL); every rank must raise naming the mismatch.
+  diverge:   the ranks call different collectives; every rank must raise
+             naming the mismatch (tpu_dist's own fingerprint check, or
+             PyTorch's with TORCH_DISTRIBUTED_DEBUG=DETAIL).
 """
 
 import datetime

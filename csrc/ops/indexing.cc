@@ -212,7 +212,7 @@ Tensor GatherRun(const Tensor& self, int64_t dim, const Tensor& index, Tensor* o
   CheckTpu("gather", index, "index");
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   at::native::scatter_gather_dtype_check("gather", self, index, std::nullopt);
-  at::native::gather_shape_check(self, d, index);
+  if (index.numel() != 0) at::native::gather_shape_check(self, d, index);
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
   const bool empty = self.numel() == 0 || index.numel() == 0;

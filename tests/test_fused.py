@@ -1,6 +1,10 @@
 """Fused Eager: deferral, materialization points, fusion, and cutting the
 op stream where it repeats."""
 
+import inspect
+import sys
+
+import pytest
 import torch
 import torch.nn.functional as F
 import torch_tpu
@@ -130,3 +134,44 @@ def test_scoped_precision_covers_backward():
     ref = torch.ones(16, 8).double() @ w.double().t()
     err = {p: ((g.double() - ref).abs().max() / ref.abs().max()).item() for p, g in grads.items()}
     assert err[torch_tpu.Precision.HIGHEST] < 1e-6 < err[torch_tpu.Precision.DEFAULT]
+
+
+def _line_of(marker):
+    src = inspect.getsource(sys.modules[__name__])
+    lines = [i for i, l in enumerate(src.splitlines(), 1) if marker in l and "_line_of" not in l]
+    return lines[0]
+
+
+def test_deferred_failure_names_the_op_and_the_users_line():
+    # A program that fails when the deferred batch compiles, at a later line
+    # (the read): the error names the op and the line that issued it.
+    x = torch.ones(3, device="tpu")
+    with torch_tpu.eager_mode(torch_tpu.EagerMode.DEFER_AND_FUSE):
+        y = x + 1
+        z = torch_tpu._C._debug_failing_op(y)  # FAILS-HERE
+        w = z * 2
+        with pytest.raises(RuntimeError) as e:
+            w.cpu()
+    where = f"test_fused.py:{_line_of('# FAILS-HERE')}"
+    assert f"torch_tpu::_debug_failing_op at " in str(e.value) and where in str(e.value), str(e.value)
+    # Reading the failed value again raises the same error.
+    with pytest.raises(RuntimeError, match="_debug_failing_op at .*test_fused.py"):
+        z.cpu()
+
+
+def test_deferred_failure_names_lines_of_torch_ops():
+    # torch's own ops run with the GIL released; their lines are found too.
+    x = torch.ones(3, device="tpu")
+    with torch_tpu.eager_mode(torch_tpu.EagerMode.DEFER_AND_FUSE):
+        y = x + 1  # ADD-HERE
+        z = torch_tpu._C._debug_failing_op(y)
+        with pytest.raises(RuntimeError) as e:
+            z.cpu()
+    assert f"aten::add at {__file__}:{_line_of('# ADD-HERE')}" in str(e.value), str(e.value)
+
+
+def test_strict_failure_raises_on_the_call_that_issued_it():
+    x = torch.ones(3, device="tpu")
+    with torch_tpu.eager_mode(torch_tpu.EagerMode.DEFER_NEVER):
+        with pytest.raises(RuntimeError, match="_debug_failing_op"):
+            torch_tpu._C._debug_failing_op(x)

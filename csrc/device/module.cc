@@ -11,6 +11,10 @@
 #include "lazy/modes.h"
 #include "ops/bridge.h"
 #include "lazy/runtime.h"
+#include "lazy/where.h"
+
+#include <frameobject.h>
+#include <cstring>
 #include "ops/precision.h"
 
 namespace py = pybind11;
@@ -35,6 +39,47 @@ void FlushAtEndOfBackward() {
   last_task = task;
   torch::autograd::Engine::get_default_engine().queue_callback(
       [] { lazy::Executor::Get().Flush(); });
+}
+
+// The innermost Python frame outside torch and torch_tpu, as "file:line";
+// empty on threads that run no Python (autograd's device threads). PyTorch
+// releases the GIL around its ops, so it is taken back for the walk.
+std::string PythonWhere() {
+#if PY_VERSION_HEX >= 0x030D0000
+  if (!Py_IsInitialized() || Py_IsFinalizing()) return {};
+#else
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return {};
+#endif
+  if (PyGILState_GetThisThreadState() == nullptr) return {};
+  PyGILState_STATE gil = PyGILState_Ensure();
+  std::string out;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  for (int depth = 0; frame != nullptr && depth < 32; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const bool internal = file == nullptr || std::strstr(file, "/torch/") || std::strstr(file, "/torch_tpu/") ||
+                          std::strstr(file, "/functorch/");
+    if (!internal) out = std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+    Py_DECREF(code);
+    if (!internal) break;
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  Py_XDECREF(frame);
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  return out;
+}
+
+// A program that compiles on no plugin (a custom call to a target that does
+// not exist): the tests use it to check how a failure that happens after the
+// op returned names the op and the line that issued it.
+std::vector<ir::Value> FailingLowering(ir::Builder& b, const std::vector<ir::Value>& in, const lazy::Attrs&,
+                                       const std::vector<ir::TensorType>& out) {
+  return {b.Op1("stablehlo.custom_call", {in[0]}, out[0],
+                {{"call_target_name", "\"torch_tpu_test_no_such_target\""}})};
 }
 
 lazy::Runtime& Rt() {
@@ -166,6 +211,11 @@ PYBIND11_MODULE(_C, m) {
   ops::RegisterCompiled(m);
   dist::RegisterDist(m);
   dist::RegisterDistHarness(m);
+  lazy::SetWhereHook(&device::PythonWhere);
+  m.def("_debug_failing_op", [](const at::Tensor& t) {
+    static const lazy::Lowering op{"torch_tpu::_debug_failing_op", &device::FailingLowering};
+    return ops::Run1(op, {}, {ops::OperandOf(t)}, ops::TypeOf(t.sizes(), t.scalar_type()));
+  });
   lazy::Executor::Get().set_fused_hook(&device::FlushAtEndOfBackward);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

@@ -15,6 +15,7 @@
 #include "lazy/modes.h"
 #include "lazy/runtime.h"
 #include "lazy/views.h"
+#include "lazy/where.h"
 #include "pjrt/pjrt.h"
 
 namespace tpu::lazy {
@@ -74,7 +75,33 @@ struct PendingOp {
     std::weak_ptr<BufferNode> result;
   };
   std::vector<Out> outs;
+  std::string where;  // the user's line that issued the op ("" if unknown)
 };
+
+namespace {
+WhereFn g_where = nullptr;
+
+// "aten::mul.Tensor at train.py:12" for one op; for a batch, its ops with
+// their lines (the first few distinct ones).
+std::string Issued(const std::vector<std::shared_ptr<PendingOp>>& batch) {
+  std::string out;
+  int shown = 0;
+  std::string last;
+  for (const auto& p : batch) {
+    std::string one = std::string(p->op.name) + (p->where.empty() ? "" : " at " + p->where);
+    if (one == last) continue;
+    last = one;
+    if (shown == 6) {
+      out += ", ...";
+      break;
+    }
+    out += (shown++ ? ", " : "") + one;
+  }
+  return out;
+}
+}  // namespace
+
+void SetWhereHook(WhereFn fn) { g_where = fn; }
 
 NodePtr BufferNode::Failed(ir::TensorType type, std::string error) {
   return NodePtr(new BufferNode(std::move(type), std::move(error)));
@@ -186,9 +213,14 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
 std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
                                    const std::vector<Operand>& inputs,
                                    const std::vector<OutputTarget>& outputs) {
+  // Fused Eager reports failures later than the op returns: remember the
+  // user's line (before taking the lock: the hook takes the GIL).
+  std::string where;
+  if (g_where != nullptr && CurrentMode() == EagerMode::kDeferAndFuse && !capturing_) where = g_where();
   std::lock_guard<std::recursive_mutex> lock(exec_mu_);
   auto rec = std::make_shared<PendingOp>();
   rec->op = op;
+  rec->where = std::move(where);
   rec->attrs = attrs;
   rec->inputs = inputs;
   std::vector<NodePtr> results;
@@ -211,7 +243,8 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
                              : ir::TensorType{o.view.dtype, {out.storage_numel}};
       }
     }
-    NodePtr node(new BufferNode(node_type, nullptr, op.name));
+    NodePtr node(new BufferNode(node_type, nullptr,
+                                rec->where.empty() ? op.name : std::string(op.name) + " at " + rec->where));
     node->producer_ = rec;
     node->producer_output_ = static_cast<int>(i);
     out.result = node;
@@ -569,8 +602,9 @@ void Executor::FlushLocked(Captured* capture) {
   try {
     exe = GetExecutable(k.str(), name, print);
   } catch (const std::exception& e) {
-    fail_all(e.what());
-    throw;
+    const std::string msg = std::string(e.what()) + "\n(issued by: " + Issued(batch) + ")";
+    fail_all(msg);
+    throw std::runtime_error(msg);
   }
   Runtime& rt = Runtime::Get();
   std::vector<PJRT_Buffer*> args;
@@ -589,7 +623,7 @@ void Executor::FlushLocked(Captured* capture) {
   try {
     bufs = exe->Execute(args, {}, &done);
   } catch (const std::exception& e) {
-    const std::string msg = "tpu: running " + name + " failed: " + e.what();
+    const std::string msg = "tpu: running " + name + " (issued by: " + Issued(batch) + ") failed: " + e.what();
     fail_all(msg);
     throw std::runtime_error(msg);
   }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -446,6 +447,66 @@ TEST(PjrtFindPlugin, FindsTheCpuPluginInSitePackages) {
   PluginChoice any = FindPlugin("", "", {SitePackages()});
   EXPECT_FALSE(any.path.empty());
   EXPECT_FALSE(any.platform.empty());
+}
+
+// --- programs on several devices ---------------------------------------------
+
+// Sums its argument over the replicas, then adds the replica's id.
+constexpr char kAllReduceModule[] =
+    "module @main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 3 : i32} {\n"
+    "  func.func public @main(%arg0: tensor<2xf32>) -> (tensor<2xf32>) {\n"
+    "    %0 = \"stablehlo.all_reduce\"(%arg0) ({\n"
+    "      ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+    "        %s = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+    "        \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n"
+    "    }) {replica_groups = dense<[[0, 1, 2]]> : tensor<1x3xi64>} : (tensor<2xf32>) -> tensor<2xf32>\n"
+    "    %1 = \"stablehlo.replica_id\"() : () -> tensor<ui32>\n"
+    "    %2 = \"stablehlo.convert\"(%1) : (tensor<ui32>) -> tensor<f32>\n"
+    "    %3 = \"stablehlo.broadcast_in_dim\"(%2) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2xf32>\n"
+    "    %4 = \"stablehlo.add\"(%0, %3) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
+    "    \"func.return\"(%4) : (tensor<2xf32>) -> ()\n"
+    "  }\n"
+    "}\n";
+
+TEST(PjrtClient, DeviceAssignmentIsEncoded) {
+  // CompileOptionsProto{3: ExecutableBuildOptionsProto{4: 2, 5: 1,
+  //   9: DeviceAssignmentProto{1: 2, 2: 1, 3: {1: 3, 1: 1}}}}.
+  const std::string got = EncodeCompileOptions(2, 1, {3, 1});
+  const std::string want("\x1a\x10\x20\x02\x28\x01\x4a\x0a\x08\x02\x10\x01\x1a\x04\x08\x03\x08\x01", 18);
+  EXPECT_EQ(got, want);
+  EXPECT_THROW(EncodeCompileOptions(2, 1, {3}), Error);
+  EXPECT_THROW(EncodeCompileOptions(2, 2, {0, 1}), Error);
+}
+
+TEST(PjrtClient, RunsOneProgramOnSeveralDevicesInTheAssignedOrder) {
+  auto four = Client::Create(PluginPath(), ClientOptions{4});
+  auto global = four->global_devices();
+  ASSERT_EQ(global.size(), 4u);
+  for (const auto& [id, process] : global) EXPECT_EQ(process, 0);
+  // Replica 0 on device 3, replica 1 on device 0, replica 2 on device 2.
+  const std::vector<int> assignment = {four->device_id(3), four->device_id(0), four->device_id(2)};
+  auto exe = four->CompileForDevices(kAllReduceModule, assignment);
+  std::vector<int> order = exe->addressable_device_ids();
+  ASSERT_EQ(order.size(), 3u);
+  std::vector<std::unique_ptr<Buffer>> keep;
+  std::vector<std::vector<PJRT_Buffer*>> args;
+  for (int id : order) {
+    int index = 0;
+    while (four->device_id(index) != id) ++index;
+    std::vector<float> v = {static_cast<float>(index), 10.0f * index};
+    keep.push_back(four->BufferFromHost(v.data(), ElementType::F32, {2}, {}, index));
+    args.push_back({keep.back()->raw()});
+  }
+  auto outs = exe->ExecuteOnDevices(args);
+  ASSERT_EQ(outs.size(), 3u);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    // Sum over devices 3, 0 and 2 = (5, 50), plus this device's replica id.
+    const int id = order[i];
+    const float replica = static_cast<float>(
+        std::find(assignment.begin(), assignment.end(), id) - assignment.begin());
+    EXPECT_EQ(ToHostVector<float>(*outs[i][0], 2), (std::vector<float>{5 + replica, 50 + replica}));
+  }
+  EXPECT_THROW(exe->ExecuteOnDevices({{keep[0]->raw()}, {keep[1]->raw(), keep[2]->raw()}}), Error);
 }
 
 }  // namespace

@@ -91,52 +91,45 @@ at::Tensor XlaEngine::Run(CollectiveSpec spec, const std::vector<int>& devices, 
   return out;
 }
 
-at::Tensor XlaEngine::AllReduce(const at::Tensor& input, Reduce reduce, std::optional<double> factor) {
+namespace {
+CollectiveSpec Spec(Collective kind, Reduce reduce = Reduce::kSum, int root = 0) {
   CollectiveSpec s;
-  s.kind = Collective::kAllReduce;
+  s.kind = kind;
   s.reduce = reduce;
-  return Run(s, devices_, input, factor);
+  s.root = root;
+  return s;
+}
+}  // namespace
+
+at::Tensor XlaEngine::AllReduce(const at::Tensor& input, Reduce reduce, std::optional<double> factor) {
+  return Run(Spec(Collective::kAllReduce, reduce), devices_, input, factor);
 }
 
 at::Tensor XlaEngine::AllGather(const at::Tensor& input) {
-  CollectiveSpec s;
-  s.kind = Collective::kAllGather;
-  return Run(s, devices_, input, {});
+  return Run(Spec(Collective::kAllGather), devices_, input, {});
 }
 
 at::Tensor XlaEngine::ReduceScatter(const at::Tensor& input, Reduce reduce, std::optional<double> factor) {
-  CollectiveSpec s;
-  s.kind = Collective::kReduceScatter;
-  s.reduce = reduce;
-  return Run(s, devices_, input, factor);
+  return Run(Spec(Collective::kReduceScatter, reduce), devices_, input, factor);
 }
 
 at::Tensor XlaEngine::AllToAll(const at::Tensor& input) {
-  CollectiveSpec s;
-  s.kind = Collective::kAllToAll;
-  return Run(s, devices_, input, {});
+  return Run(Spec(Collective::kAllToAll), devices_, input, {});
 }
 
 at::Tensor XlaEngine::Broadcast(const at::Tensor& input, int root) {
-  CollectiveSpec s;
-  s.kind = Collective::kBroadcast;
-  s.root = root;
-  return Run(s, devices_, input, {});
+  return Run(Spec(Collective::kBroadcast, Reduce::kSum, root), devices_, input, {});
 }
 
 at::Tensor XlaEngine::Scatter(const at::Tensor& input, int root) {
-  CollectiveSpec s;
-  s.kind = Collective::kScatter;
-  s.root = root;
-  return Run(s, devices_, input, {});
+  return Run(Spec(Collective::kScatter, Reduce::kSum, root), devices_, input, {});
 }
 
 at::Tensor XlaEngine::SendRecv(const at::Tensor& input, int src, int dst) {
   TORCH_CHECK(src != dst && src >= 0 && dst >= 0 && src < size_ && dst < size_,
               "tpu_dist send/recv: invalid peer (src ", src, ", dst ", dst, ", group size ", size_, ")");
   // A two-replica program: replica 0 on the sender's device, 1 on the receiver's.
-  CollectiveSpec s;
-  s.kind = Collective::kPermute;
+  CollectiveSpec s = Spec(Collective::kPermute);
   s.pairs = {{0, 1}};
   return Run(s, {devices_[src], devices_[dst]}, input, {});
 }

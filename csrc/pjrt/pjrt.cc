@@ -867,6 +867,18 @@ std::unique_ptr<Executable> Client::Compile(const std::string& mlir_text,
   std::string options = compile_options;
   if (device != 0) options += kPortableExecutable;
 
+  return std::make_unique<Executable>(api_, CompileRaw(mlir_text, options), dev);
+}
+
+std::unique_ptr<Executable> Client::CompileForDevices(const std::string& mlir_text,
+                                                      const std::vector<int>& replica_devices) {
+  if (replica_devices.empty()) throw Error("CompileForDevices: no devices", kInvalidArgument);
+  const std::string options =
+      EncodeCompileOptions(static_cast<int>(replica_devices.size()), 1, replica_devices);
+  return std::make_unique<Executable>(api_, CompileRaw(mlir_text, options), nullptr);
+}
+
+PJRT_LoadedExecutable* Client::CompileRaw(const std::string& mlir_text, const std::string& options) {
   Args<PJRT_Program> program;
   // The plugin only reads `code` during compilation; the field is non-const
   // because PJRT_Program is also an output struct elsewhere.
@@ -874,32 +886,13 @@ std::unique_ptr<Executable> Client::Compile(const std::string& mlir_text,
   program->code_size = mlir_text.size();
   program->format = "mlir";
   program->format_size = 4;
-
   Args<PJRT_Client_Compile_Args> a;
   a->client = client_;
   a->program = program.get();
   a->compile_options = options.data();
   a->compile_options_size = options.size();
   PJRT_CALL(*api_, PJRT_Client_Compile, a);
-  return std::make_unique<Executable>(api_, a->executable, dev);
-}
-
-std::unique_ptr<Executable> Client::CompileForDevices(const std::string& mlir_text,
-                                                      const std::vector<int>& replica_devices) {
-  if (replica_devices.empty()) throw Error("CompileForDevices: no devices", kInvalidArgument);
-  std::string options = EncodeCompileOptions(static_cast<int>(replica_devices.size()), 1, replica_devices);
-  Args<PJRT_Program> program;
-  program->code = const_cast<char*>(mlir_text.data());
-  program->code_size = mlir_text.size();
-  program->format = "mlir";
-  program->format_size = 4;
-  Args<PJRT_Client_Compile_Args> a;
-  a->client = client_;
-  a->program = program.get();
-  a->compile_options = options.data();
-  a->compile_options_size = options.size();
-  PJRT_CALL(*api_, PJRT_Client_Compile, a);
-  return std::make_unique<Executable>(api_, a->executable, nullptr);
+  return a->executable;
 }
 
 std::unique_ptr<Executable> Client::Deserialize(const std::string& bytes, int device) {

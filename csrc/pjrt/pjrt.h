@@ -209,6 +209,7 @@ class Client {
   const std::shared_ptr<Api>& api() const { return api_; }
  private:
   Client() = default;
+  PJRT_LoadedExecutable* CompileRaw(const std::string& mlir_text, const std::string& options);
   std::shared_ptr<Api> api_;
   PJRT_Client* client_ = nullptr;
   std::vector<PJRT_Device*> devices_;

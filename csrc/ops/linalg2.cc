@@ -19,6 +19,12 @@
 #include <ATen/ops/rsub.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/diag_embed.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/lt.h>
+#include <ATen/ops/max.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/diagonal.h>
 #include <ATen/ops/eye.h>
 #include <ATen/ops/log.h>
@@ -182,6 +188,283 @@ VS LowerCholesky(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
   return {L, ir::Convert(b, info, DType::S32)};
 }
 constexpr lazy::Lowering kCholesky{"aten::linalg_cholesky_ex", &LowerCholesky};
+
+// One-sided Jacobi SVD of A (B, m, n) with m >= n: column pairs rotated
+// until orthogonal (a fixed number of cyclic sweeps), then S = the column
+// norms, U = the normalized columns, V = the product of the rotations,
+// sorted by descending S. in = (A); ints = (sweeps); out = (U (B, m, n),
+// S (B, n), V (B, n, n)).
+VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const ir::Dims d = out[0].dims;
+  const int64_t B = d[0], m = d[1], n = d[2];
+  const DType ft = out[0].dtype;
+  const int64_t sweeps = a.ints[0];
+  std::vector<int64_t> ps, qs;
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t q = p + 1; q < n; ++q) {
+      ps.push_back(p);
+      qs.push_back(q);
+    }
+  const int64_t np = static_cast<int64_t>(ps.size());
+  Value A = ir::Convert(b, in[0], ft);
+  const ir::Dims vd{B, n, n};
+  Value V = ir::Convert(b, ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64),
+                                       ir::Cmp::EQ), ft);
+  if (np > 0) {
+    Value ptab = ir::ConstantVectorI(b, ps, DType::S64), qtab = ir::ConstantVectorI(b, qs, DType::S64);
+    VS r = loop::For(b, 0, sweeps * np, {A, V, ptab, qtab}, [&](Builder& bb, Value it, const VS& v) {
+      Value k = ir::Binary(bb, "stablehlo.remainder", it, ir::ConstantI(bb, np, DType::S64));
+      Value p = ir::Reshape(bb, loop::DynSlice(bb, v[2], {k}, {1}), {});
+      Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {k}, {1}), {});
+      auto column = [&](Value X, Value c) {  // X[:, :, c] as (B, rows)
+        const ir::Dims xd = bb.type(X).dims;
+        Value colm = ir::Compare(bb, ir::Iota(bb, xd, 2, DType::S64), ir::Full(bb, c, xd), ir::Cmp::EQ);
+        return ir::Reduce(bb, ir::Select(bb, colm, X, C(bb, 0, X)), ir::ConstantF(bb, 0, ft), {2},
+                          "stablehlo.add");
+      };
+      Value ap = column(v[0], p), aq = column(v[0], q);
+      auto dot = [&](Value x, Value y) {
+        return ir::Reduce(bb, Mul(bb, x, y), ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");
+      };
+      Value alpha = dot(ap, ap), beta = dot(aq, aq), gamma = dot(ap, aq);  // (B)
+      Value tiny = ir::Compare(bb, ir::Unary(bb, "stablehlo.abs", gamma),
+                               Mul(bb, C(bb, 1e-30, gamma),
+                                   ir::Unary(bb, "stablehlo.sqrt", Mul(bb, alpha, beta))),
+                               ir::Cmp::LE);
+      tiny = ir::Binary(bb, "stablehlo.or", tiny,
+                        ir::Compare(bb, gamma, C(bb, 0, gamma), ir::Cmp::EQ));
+      Value g2 = ir::Select(bb, tiny, C(bb, 1, gamma), gamma);
+      Value zeta = Div(bb, Sub(bb, beta, alpha), Add(bb, g2, g2));
+      Value sgn = ir::Select(bb, ir::Compare(bb, zeta, C(bb, 0, zeta), ir::Cmp::LT), C(bb, -1, zeta),
+                             C(bb, 1, zeta));
+      Value t = Div(bb, sgn, Add(bb, ir::Unary(bb, "stablehlo.abs", zeta),
+                                 ir::Unary(bb, "stablehlo.sqrt", Add(bb, C(bb, 1, zeta), Mul(bb, zeta, zeta)))));
+      Value c = ir::Unary(bb, "stablehlo.rsqrt", Add(bb, C(bb, 1, t), Mul(bb, t, t)));
+      Value s = Mul(bb, c, t);
+      c = ir::Select(bb, tiny, C(bb, 1, c), c);
+      s = ir::Select(bb, tiny, C(bb, 0, s), s);
+      auto rotate = [&](Value X) {
+        const ir::Dims xd = bb.type(X).dims;
+        Value xp = ir::BroadcastInDim(bb, column(X, p), xd, {0, 1});
+        Value xq = ir::BroadcastInDim(bb, column(X, q), xd, {0, 1});
+        Value cc = ir::BroadcastInDim(bb, c, xd, {0}), ss = ir::BroadcastInDim(bb, s, xd, {0});
+        Value np_ = Sub(bb, Mul(bb, cc, xp), Mul(bb, ss, xq));
+        Value nq_ = Add(bb, Mul(bb, ss, xp), Mul(bb, cc, xq));
+        Value colI = ir::Iota(bb, xd, 2, DType::S64);
+        return ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, p, xd), ir::Cmp::EQ), np_,
+                          ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, q, xd), ir::Cmp::EQ), nq_, X));
+      };
+      return VS{rotate(v[0]), rotate(v[1]), v[2], v[3]};
+    });
+    A = r[0];
+    V = r[1];
+  }
+  Value S = ir::Unary(b, "stablehlo.sqrt",
+                      ir::Reduce(b, Mul(b, A, A), ir::ConstantF(b, 0, ft), {1}, "stablehlo.add"));  // (B, n)
+  Value Sd = ir::BroadcastInDim(b, S, d, {0, 2});
+  // A zero singular value has no direction of its own: e_j there (what
+  // LAPACK gives for a zero matrix).
+  Value ej = ir::Convert(b, ir::Compare(b, ir::Iota(b, d, 1, DType::S64), ir::Iota(b, d, 2, DType::S64),
+                                        ir::Cmp::EQ), ft);
+  Value U = ir::Select(b, ir::Compare(b, Sd, C(b, 0, Sd), ir::Cmp::GT), Div(b, A, Sd), ej);
+  auto desc = [](Builder& rb, const VS& x) { return VS{ir::Compare(rb, x[0], x[1], ir::Cmp::GT)}; };
+  VS us = ir::Sort(b, {Sd, U}, 2, true, desc);
+  VS vs = ir::Sort(b, {ir::BroadcastInDim(b, S, vd, {0, 2}), V}, 2, true, desc);
+  VS ss = ir::Sort(b, {S}, 1, true, desc);
+  return {us[1], ss[0], vs[1]};
+}
+constexpr lazy::Lowering kSvd{"aten::_linalg_svd", &LowerSvd};
+
+// Cyclic Jacobi eigenvalue algorithm for symmetric A (B, n, n): each pair
+// (p, q) zeroed by a rotation J (A <- J^T A J, V <- V J) for a fixed number
+// of sweeps; eigenvalues = diag(A) ascending, eigenvectors = V's columns.
+// in = (A, already symmetric); ints = (sweeps); out = (w (B, n), V (B, n, n)).
+VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
+  const ir::Dims vd = out[1].dims;
+  const int64_t B = vd[0], n = vd[1];
+  const DType ft = out[1].dtype;
+  const int64_t sweeps = a.ints[0];
+  std::vector<int64_t> ps, qs;
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t q = p + 1; q < n; ++q) {
+      ps.push_back(p);
+      qs.push_back(q);
+    }
+  const int64_t np = static_cast<int64_t>(ps.size());
+  Value A = ir::Convert(b, in[0], ft);
+  Value V = ir::Convert(b, ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64),
+                                       ir::Cmp::EQ), ft);
+  auto entry = [&](Builder& bb, Value X, Value r, Value c) {  // X[:, r, c] as (B)
+    Value m = ir::Binary(bb, "stablehlo.and",
+                         ir::Compare(bb, ir::Iota(bb, vd, 1, DType::S64), ir::Full(bb, r, vd), ir::Cmp::EQ),
+                         ir::Compare(bb, ir::Iota(bb, vd, 2, DType::S64), ir::Full(bb, c, vd), ir::Cmp::EQ));
+    return ir::Reduce(bb, ir::Select(bb, m, X, C(bb, 0, X)), ir::ConstantF(bb, 0, ft), {1, 2},
+                      "stablehlo.add");
+  };
+  if (np > 0) {
+    Value ptab = ir::ConstantVectorI(b, ps, DType::S64), qtab = ir::ConstantVectorI(b, qs, DType::S64);
+    VS r = loop::For(b, 0, sweeps * np, {A, V, ptab, qtab}, [&](Builder& bb, Value it, const VS& v) {
+      Value k = ir::Binary(bb, "stablehlo.remainder", it, ir::ConstantI(bb, np, DType::S64));
+      Value p = ir::Reshape(bb, loop::DynSlice(bb, v[2], {k}, {1}), {});
+      Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {k}, {1}), {});
+      Value app = entry(bb, v[0], p, p), aqq = entry(bb, v[0], q, q), apq = entry(bb, v[0], p, q);
+      Value tiny = ir::Compare(bb, apq, C(bb, 0, apq), ir::Cmp::EQ);
+      Value g2 = ir::Select(bb, tiny, C(bb, 1, apq), apq);
+      Value zeta = Div(bb, Sub(bb, aqq, app), Add(bb, g2, g2));
+      Value sgn = ir::Select(bb, ir::Compare(bb, zeta, C(bb, 0, zeta), ir::Cmp::LT), C(bb, -1, zeta),
+                             C(bb, 1, zeta));
+      Value t = Div(bb, sgn, Add(bb, ir::Unary(bb, "stablehlo.abs", zeta),
+                                 ir::Unary(bb, "stablehlo.sqrt", Add(bb, C(bb, 1, zeta), Mul(bb, zeta, zeta)))));
+      Value c = ir::Unary(bb, "stablehlo.rsqrt", Add(bb, C(bb, 1, t), Mul(bb, t, t)));
+      Value s = Mul(bb, c, t);
+      c = ir::Select(bb, tiny, C(bb, 1, c), c);
+      s = ir::Select(bb, tiny, C(bb, 0, s), s);
+      // columns p, q of X rotated: X J
+      auto rot_cols = [&](Value X) {
+        auto column = [&](Value cidx) {
+          Value colm = ir::Compare(bb, ir::Iota(bb, vd, 2, DType::S64), ir::Full(bb, cidx, vd), ir::Cmp::EQ);
+          return ir::BroadcastInDim(bb, ir::Reduce(bb, ir::Select(bb, colm, X, C(bb, 0, X)),
+                                                   ir::ConstantF(bb, 0, ft), {2}, "stablehlo.add"),
+                                    vd, {0, 1});
+        };
+        Value xp = column(p), xq = column(q);
+        Value cc = ir::BroadcastInDim(bb, c, vd, {0}), ss = ir::BroadcastInDim(bb, s, vd, {0});
+        Value colI = ir::Iota(bb, vd, 2, DType::S64);
+        return ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, p, vd), ir::Cmp::EQ),
+                          Sub(bb, Mul(bb, cc, xp), Mul(bb, ss, xq)),
+                          ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, q, vd), ir::Cmp::EQ),
+                                     Add(bb, Mul(bb, ss, xp), Mul(bb, cc, xq)), X));
+      };
+      Value A1 = rot_cols(v[0]);
+      Value A2 = ir::Transpose(bb, rot_cols(ir::Transpose(bb, A1, {0, 2, 1})), {0, 2, 1});
+      return VS{A2, rot_cols(v[1]), v[2], v[3]};
+    });
+    A = r[0];
+    V = r[1];
+  }
+  Value diagm = ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64), ir::Cmp::EQ);
+  Value w = ir::Reduce(b, ir::Select(b, diagm, A, C(b, 0, A)), ir::ConstantF(b, 0, ft), {2}, "stablehlo.add");
+  auto asc = [](Builder& rb, const VS& x) { return VS{ir::Compare(rb, x[0], x[1], ir::Cmp::LT)}; };
+  VS vs = ir::Sort(b, {ir::BroadcastInDim(b, w, vd, {0, 2}), V}, 2, true, asc);
+  VS ws = ir::Sort(b, {w}, 1, true, asc);
+  (void)B;
+  return {ws[0], vs[1]};
+}
+constexpr lazy::Lowering kEigh{"aten::_linalg_eigh", &LowerEigh};
+
+// Householder QR as LAPACK's geqrf + orgqr: column j reflected onto
+// beta e_j with beta = -sign(alpha) ||x|| (tau = 0 when x below the
+// diagonal is zero). in = (A (B, m, n)); out = (Q (B, m, m), R (B, m, n)).
+// Returns (A with R on and above the diagonal, reflectors V (B, m, k) with
+// v_j in column j (1 at j), taus (B, k)).
+VS Geqrf(Builder& b, Value A) {
+  const ir::Dims d = b.type(A).dims;
+  const int64_t B = d[0], m = d[1], n = d[2], k = std::min(m, n);
+  const DType ft = b.type(A).dtype;
+  const ir::Dims vd{B, m, k};
+  Value Vs = ir::Full(b, ir::ConstantF(b, 0, ft), vd);     // reflectors, v_j in column j
+  Value taus = ir::Full(b, ir::ConstantF(b, 0, ft), {B, k});
+  VS r = loop::For(b, 0, k, {A, Vs, taus}, [&](Builder& bb, Value j, const VS& v) {
+    Value X = v[0];
+    Value row = ir::Iota(bb, d, 1, DType::S64), col = ir::Iota(bb, d, 2, DType::S64);
+    Value jd = ir::Full(bb, j, d);
+    Value colj = ir::Reduce(bb, ir::Select(bb, ir::Compare(bb, col, jd, ir::Cmp::EQ), X, C(bb, 0, X)),
+                            ir::ConstantF(bb, 0, ft), {2}, "stablehlo.add");  // (B, m)
+    Value r1 = ir::Iota(bb, {B, m}, 1, DType::S64), j1 = ir::Full(bb, j, {B, m});
+    Value zero1 = ir::Full(bb, ir::ConstantF(bb, 0, ft), {B, m});
+    Value alpha = ir::Reduce(bb, ir::Select(bb, ir::Compare(bb, r1, j1, ir::Cmp::EQ), colj, zero1),
+                             ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");  // (B)
+    Value below = ir::Select(bb, ir::Compare(bb, r1, j1, ir::Cmp::GT), colj, zero1);
+    Value xnorm2 = ir::Reduce(bb, Mul(bb, below, below), ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");
+    Value skip = ir::Compare(bb, xnorm2, C(bb, 0, xnorm2), ir::Cmp::EQ);
+    Value nrm = ir::Unary(bb, "stablehlo.sqrt", Add(bb, Mul(bb, alpha, alpha), xnorm2));
+    Value neg = ir::Compare(bb, alpha, C(bb, 0, alpha), ir::Cmp::LT);
+    Value beta = ir::Select(bb, neg, nrm, ir::Unary(bb, "stablehlo.negate", nrm));
+    Value safe_beta = ir::Select(bb, skip, C(bb, 1, beta), beta);
+    Value tau = ir::Select(bb, skip, C(bb, 0, beta), Div(bb, Sub(bb, beta, alpha), safe_beta));
+    Value denom = ir::Select(bb, skip, C(bb, 1, alpha), Sub(bb, alpha, beta));
+    // v: 1 at j, x / (alpha - beta) below, 0 above
+    Value vvec = ir::Select(bb, ir::Compare(bb, r1, j1, ir::Cmp::EQ), ir::Full(bb, ir::ConstantF(bb, 1, ft), {B, m}),
+                            Div(bb, below, ir::BroadcastInDim(bb, denom, {B, m}, {0})));
+    // X <- (I - tau v v^T) X on columns > j; column j becomes beta e_j (or stays)
+    Value w = ir::Reduce(bb, Mul(bb, ir::BroadcastInDim(bb, vvec, d, {0, 1}), X), ir::ConstantF(bb, 0, ft), {1},
+                         "stablehlo.add");  // (B, n)
+    Value upd = Sub(bb, X, Mul(bb, ir::BroadcastInDim(bb, Mul(bb, vvec, ir::BroadcastInDim(bb, tau, {B, m}, {0})), d, {0, 1}),
+                                ir::BroadcastInDim(bb, w, d, {0, 2})));
+    Value newcol = ir::Select(bb, ir::Compare(bb, row, jd, ir::Cmp::EQ), ir::BroadcastInDim(bb, beta, d, {0}),
+                              ir::Select(bb, ir::Compare(bb, row, jd, ir::Cmp::GT), C(bb, 0, X), X));
+    newcol = ir::Select(bb, ir::BroadcastInDim(bb, skip, d, {0}), X, newcol);
+    Value colgt = ir::Compare(bb, col, jd, ir::Cmp::GT), coleq = ir::Compare(bb, col, jd, ir::Cmp::EQ);
+    Value Xn = ir::Select(bb, colgt, upd, ir::Select(bb, coleq, newcol, X));
+    Value kcol = ir::Compare(bb, ir::Iota(bb, vd, 2, DType::S64), ir::Full(bb, j, vd), ir::Cmp::EQ);
+    Value Vn = ir::Select(bb, kcol, ir::BroadcastInDim(bb, vvec, vd, {0, 1}), v[1]);
+    Value tk = ir::Compare(bb, ir::Iota(bb, {B, k}, 1, DType::S64), ir::Full(bb, j, {B, k}), ir::Cmp::EQ);
+    Value Tn = ir::Select(bb, tk, ir::BroadcastInDim(bb, tau, {B, k}, {0}), v[2]);
+    return VS{Xn, Vn, Tn};
+  });
+  return r;
+}
+
+// Q = H_0 ... H_{k-1} I (B, m, m) from reflectors V (B, m, kv) and taus (B, k).
+Value Orgqr(Builder& b, Value Vr, Value tr) {
+  const ir::Dims vd = b.type(Vr).dims;
+  const int64_t B = vd[0], m = vd[1];
+  const int64_t k = b.type(tr).dims[1];
+  const DType ft = b.type(Vr).dtype;
+  const ir::Dims qd{B, m, m};
+  Value Q = ir::Convert(b, ir::Compare(b, ir::Iota(b, qd, 1, DType::S64), ir::Iota(b, qd, 2, DType::S64),
+                                       ir::Cmp::EQ), ft);
+  VS q = loop::For(b, 0, k, {Q, Vr, tr}, [&](Builder& bb, Value i, const VS& v) {
+    Value j = Sub(bb, ir::ConstantI(bb, k - 1, DType::S64), i);
+    Value kcol = ir::Compare(bb, ir::Iota(bb, vd, 2, DType::S64), ir::Full(bb, j, vd), ir::Cmp::EQ);
+    Value vvec = ir::Reduce(bb, ir::Select(bb, kcol, v[1], C(bb, 0, v[1])), ir::ConstantF(bb, 0, ft), {2},
+                            "stablehlo.add");  // (B, m)
+    Value tk = ir::Compare(bb, ir::Iota(bb, {B, k}, 1, DType::S64), ir::Full(bb, j, {B, k}), ir::Cmp::EQ);
+    Value tau = ir::Reduce(bb, ir::Select(bb, tk, v[2], C(bb, 0, v[2])), ir::ConstantF(bb, 0, ft), {1},
+                           "stablehlo.add");
+    Value w = ir::Reduce(bb, Mul(bb, ir::BroadcastInDim(bb, vvec, qd, {0, 1}), v[0]), ir::ConstantF(bb, 0, ft),
+                         {1}, "stablehlo.add");  // (B, m) = v^T Q
+    Value tv = Mul(bb, vvec, ir::BroadcastInDim(bb, tau, {B, m}, {0}));
+    Value Qn = Sub(bb, v[0], Mul(bb, ir::BroadcastInDim(bb, tv, qd, {0, 1}), ir::BroadcastInDim(bb, w, qd, {0, 2})));
+    return VS{Qn, v[1], v[2]};
+  });
+  return q[0];
+}
+
+VS LowerQr(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::Dims d = out[1].dims;
+  VS r = Geqrf(b, ir::Convert(b, in[0], out[1].dtype));
+  Value row = ir::Iota(b, d, 1, DType::S64), col = ir::Iota(b, d, 2, DType::S64);
+  Value R = ir::Select(b, ir::Compare(b, row, col, ir::Cmp::LE), r[0], C(b, 0, r[0]));
+  return {Orgqr(b, r[1], r[2]), R};
+}
+
+// geqrf: in = (A (B, m, n)); out = (R above, reflectors below the diagonal; tau (B, k)).
+VS LowerGeqrf(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::Dims d = out[0].dims;
+  const int64_t m = d[1], n = d[2], k = std::min(m, n);
+  VS r = Geqrf(b, ir::Convert(b, in[0], out[0].dtype));
+  Value V = r[1];
+  if (n > k) V = ir::Pad(b, V, ir::ConstantF(b, 0, out[0].dtype), {0, 0, 0}, {0, 0, n - k}, {0, 0, 0});
+  Value row = ir::Iota(b, d, 1, DType::S64), col = ir::Iota(b, d, 2, DType::S64);
+  return {ir::Select(b, ir::Compare(b, row, col, ir::Cmp::GT), V, r[0]), r[2]};
+}
+constexpr lazy::Lowering kGeqrf{"aten::geqrf", &LowerGeqrf};
+
+// householder_product: in = (A (B, m, n) reflectors below the diagonal,
+// tau (B, k)); out = the first n columns of H_0 ... H_{k-1}.
+VS LowerHouseholder(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
+  const ir::Dims d = b.type(in[0]).dims;
+  const DType ft = out[0].dtype;
+  Value A = ir::Convert(b, in[0], ft);
+  Value row = ir::Iota(b, d, 1, DType::S64), col = ir::Iota(b, d, 2, DType::S64);
+  Value V = ir::Select(b, ir::Compare(b, row, col, ir::Cmp::GT), A,
+                       ir::Select(b, ir::Compare(b, row, col, ir::Cmp::EQ), C(b, 1, A), C(b, 0, A)));
+  Value Q = Orgqr(b, V, ir::Convert(b, in[1], ft));
+  return {ir::Slice(b, Q, {0, 0, 0}, {d[0], d[1], d[2]}, {1, 1, 1})};
+}
+constexpr lazy::Lowering kHouseholder{"aten::linalg_householder_product", &LowerHouseholder};
+constexpr lazy::Lowering kQr{"aten::linalg_qr", &LowerQr};
 
 // ---- helpers on the ATen side ----
 
@@ -469,6 +752,242 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_solve_ex_out_tpu(
   return {result, LU, pivots, info};
 }
 
+// ---- SVD ----
+
+std::tuple<Tensor, Tensor, Tensor> linalg_svd_tpu(const Tensor& A, bool full_matrices, bool compute_uv,
+                                                  std::optional<c10::string_view> driver) {
+  CheckFloatMatrix("linalg.svd", A);
+  (void)driver;
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  TORCH_CHECK(!compute_uv || !full_matrices || m == n,
+              "linalg.svd: full_matrices=True for non-square matrices is not supported on tpu yet");
+  auto batch = BatchOf(A);
+  const int64_t B = c10::multiply_integers(batch);
+  const auto dt = A.scalar_type();
+  if (A.numel() == 0 || B == 0) {
+    Tensor U = compute_uv ? at::zeros(With(batch, {m, full_matrices ? m : k}), Tpu(dt)) : at::empty({0}, Tpu(dt));
+    Tensor Vh = compute_uv ? at::zeros(With(batch, {full_matrices ? n : k, n}), Tpu(dt)) : at::empty({0}, Tpu(dt));
+    std::vector<int64_t> sb = batch;
+    sb.push_back(k);
+    return {U, at::zeros(sb, Tpu(dt)), Vh};
+  }
+  // Jacobi on the taller orientation: A = U S V^T, or A^T = V S U^T.
+  const bool tall = m >= n;
+  Tensor X = Flat3(tall ? A : A.mT());
+  const int64_t rows = tall ? m : n, cols = tall ? n : m;
+  const int64_t sweeps = A.scalar_type() == at::kDouble ? 16 : 10;
+  auto r = Run(kSvd, {{sweeps}, {}, {}}, {OperandOf(X)},
+               {TypeOf({B, rows, cols}, dt), TypeOf({B, cols}, dt), TypeOf({B, cols, cols}, dt)});
+  Tensor Ux = r[0], S = r[1], Vx = r[2];
+  std::vector<int64_t> sb = batch;
+  sb.push_back(k);
+  S = S.reshape(sb);
+  if (!compute_uv) return {at::empty({0}, Tpu(dt)), S, at::empty({0}, Tpu(dt))};
+  Tensor U = tall ? Ux : Vx, V = tall ? Vx : Ux;
+  U = U.reshape(With(batch, {m, k}));
+  Tensor Vh = V.mT().reshape(With(batch, {k, n}));
+  return {U, S, Vh};
+}
+std::tuple<Tensor&, Tensor&, Tensor&> linalg_svd_out_tpu(const Tensor& A, bool full_matrices,
+                                                         bool compute_uv,
+                                                         std::optional<c10::string_view> driver,
+                                                         Tensor& U, Tensor& S, Tensor& Vh) {
+  auto [u, s, vh] = linalg_svd_tpu(A, full_matrices, compute_uv, driver);
+  for (auto [dst, src] : {std::pair<Tensor*, Tensor*>{&U, &u}, {&S, &s}, {&Vh, &vh}}) {
+    PrepareOut("linalg_svd", *dst, src->sizes(), src->scalar_type());
+    dst->copy_(*src);
+  }
+  return {U, S, Vh};
+}
+
+// ---- eigh ----
+
+std::tuple<Tensor, Tensor> linalg_eigh_tpu(const Tensor& A, c10::string_view uplo, bool compute_v) {
+  CheckSquare("linalg.eigh", A);
+  TORCH_CHECK(uplo == "L" || uplo == "U" || uplo == "l" || uplo == "u",
+              "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  const int64_t n = A.size(-1);
+  auto batch = BatchOf(A);
+  const int64_t B = c10::multiply_integers(batch);
+  const auto dt = A.scalar_type();
+  std::vector<int64_t> wb = batch;
+  wb.push_back(n);
+  if (A.numel() == 0 || B == 0)
+    return {at::zeros(wb, Tpu(dt)), compute_v ? at::zeros(A.sizes(), Tpu(dt)) : at::empty({0}, Tpu(dt))};
+  // Only the named triangle is read.
+  const bool lower = uplo == "L" || uplo == "l";
+  Tensor tri = lower ? at::tril(A) : at::triu(A);
+  Tensor sym = at::sub(at::add(tri, tri.mT()), at::diag_embed(at::diagonal(A, 0, -2, -1)));
+  const int64_t sweeps = dt == at::kDouble ? 16 : 10;
+  auto r = Run(kEigh, {{sweeps}, {}, {}}, {OperandOf(Flat3(sym))},
+               {TypeOf({B, n}, dt), TypeOf({B, n, n}, dt)});
+  return {r[0].reshape(wb), compute_v ? r[1].reshape(A.sizes()) : at::empty({0}, Tpu(dt))};
+}
+std::tuple<Tensor&, Tensor&> linalg_eigh_out_tpu(const Tensor& A, c10::string_view uplo, bool compute_v,
+                                                 Tensor& w, Tensor& V) {
+  auto [ww, vv] = linalg_eigh_tpu(A, uplo, compute_v);
+  PrepareOut("linalg_eigh", w, ww.sizes(), ww.scalar_type());
+  PrepareOut("linalg_eigh", V, vv.sizes(), vv.scalar_type());
+  w.copy_(ww);
+  V.copy_(vv);
+  return {w, V};
+}
+
+// ---- QR ----
+
+std::tuple<Tensor, Tensor> linalg_qr_tpu(const Tensor& A, c10::string_view mode) {
+  CheckFloatMatrix("linalg.qr", A);
+  TORCH_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
+              mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  auto batch = BatchOf(A);
+  const int64_t B = c10::multiply_integers(batch);
+  const auto dt = A.scalar_type();
+  const int64_t qc = mode == "complete" ? m : k, rr = mode == "complete" ? m : k;
+  if (A.numel() == 0 || B == 0) {
+    Tensor Q = mode == "r" ? at::empty({0}, Tpu(dt))
+                           : at::eye(m, qc, Tpu(dt)).expand(With(batch, {m, qc})).contiguous();
+    return {Q, at::zeros(With(batch, {rr, n}), Tpu(dt))};
+  }
+  auto r = Run(kQr, {}, {OperandOf(Flat3(A))}, {TypeOf({B, m, m}, dt), TypeOf({B, m, n}, dt)});
+  Tensor Q = r[0].reshape(With(batch, {m, m})), R = r[1].reshape(With(batch, {m, n}));
+  R = R.narrow(-2, 0, rr).contiguous();
+  if (mode == "r") return {at::empty({0}, Tpu(dt)), R};
+  return {Q.narrow(-1, 0, qc).contiguous(), R};
+}
+std::tuple<Tensor&, Tensor&> linalg_qr_out_tpu(const Tensor& A, c10::string_view mode, Tensor& Q,
+                                               Tensor& R) {
+  auto [q, r] = linalg_qr_tpu(A, mode);
+  PrepareOut("linalg_qr", Q, q.sizes(), q.scalar_type());
+  PrepareOut("linalg_qr", R, r.sizes(), r.scalar_type());
+  Q.copy_(q);
+  R.copy_(r);
+  return {Q, R};
+}
+
+std::tuple<Tensor, Tensor> geqrf_tpu(const Tensor& A) {
+  CheckFloatMatrix("geqrf", A, "input");
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  auto batch = BatchOf(A);
+  const int64_t B = c10::multiply_integers(batch);
+  std::vector<int64_t> tb = batch;
+  tb.push_back(k);
+  if (A.numel() == 0 || B == 0) return {A.clone(), at::zeros(tb, Tpu(A.scalar_type()))};
+  auto r = Run(kGeqrf, {}, {OperandOf(Flat3(A))},
+               {TypeOf({B, m, n}, A.scalar_type()), TypeOf({B, k}, A.scalar_type())});
+  return {r[0].reshape(A.sizes()), r[1].reshape(tb)};
+}
+std::tuple<Tensor&, Tensor&> geqrf_out_tpu(const Tensor& A, Tensor& a, Tensor& tau) {
+  auto [x, t] = geqrf_tpu(A);
+  PrepareOut("geqrf", a, x.sizes(), x.scalar_type());
+  PrepareOut("geqrf", tau, t.sizes(), t.scalar_type());
+  a.copy_(x);
+  tau.copy_(t);
+  return {a, tau};
+}
+
+Tensor householder_product_tpu(const Tensor& A, const Tensor& tau) {
+  CheckFloatMatrix("torch.linalg.householder_product", A, "input");
+  TORCH_CHECK(A.size(-2) >= A.size(-1), "torch.linalg.householder_product: input.shape[-2] must be "
+              "greater than or equal to input.shape[-1]");
+  TORCH_CHECK(A.size(-1) >= tau.size(-1), "torch.linalg.householder_product: input.shape[-1] must "
+              "be greater than or equal to tau.shape[-1]");
+  TORCH_CHECK(A.dim() - tau.dim() == 1, "torch.linalg.householder_product: Expected tau to have one "
+              "dimension less than input, but got tau.ndim equal to ", tau.dim(),
+              " and input.ndim is equal to ", A.dim());
+  const int64_t m = A.size(-2), n = A.size(-1);
+  auto batch = BatchOf(A);
+  const int64_t B = c10::multiply_integers(batch);
+  if (A.numel() == 0 || B == 0 || tau.size(-1) == 0)
+    return at::eye(m, n, Tpu(A.scalar_type())).expand(A.sizes()).contiguous();
+  return Run1(kHouseholder, {}, {OperandOf(Flat3(A)), OperandOf(tau.reshape({B, tau.size(-1)}))},
+              TypeOf({B, m, n}, A.scalar_type()))
+      .reshape(A.sizes());
+}
+Tensor& householder_product_out_tpu(const Tensor& A, const Tensor& tau, Tensor& out) {
+  Tensor r = householder_product_tpu(A, tau);
+  PrepareOut("linalg_householder_product", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
+// ormqr: op(Q) C or C op(Q) with Q (m x m) = H_0 ... H_{k-1} of geqrf's output.
+Tensor ormqr_tpu(const Tensor& A, const Tensor& tau, const Tensor& Cm, bool left, bool transpose) {
+  CheckFloatMatrix("ormqr", A, "input");
+  const int64_t m = A.size(-2), n = A.size(-1);
+  const int64_t qm = left ? Cm.size(-2) : Cm.size(-1);
+  TORCH_CHECK(qm == m, "torch.ormqr: input.shape[-2] must be equal to other.shape[", left ? -2 : -1,
+              "]");
+  // pad the reflectors to a square m x m (tau 0 there: H = I)
+  Tensor Asq = n < m ? at::cat({A, at::zeros(With(BatchOf(A), {m, m - n}), A.options())}, -1)
+                     : A.narrow(-1, 0, m);
+  Tensor Q = householder_product_tpu(Asq, tau);
+  Tensor op = transpose ? Q.mT() : Q;
+  return left ? at::matmul(op, Cm) : at::matmul(Cm, op);
+}
+Tensor& ormqr_out_tpu(const Tensor& A, const Tensor& tau, const Tensor& Cm, bool left, bool transpose,
+                      Tensor& out) {
+  Tensor r = ormqr_tpu(A, tau, Cm, left, transpose);
+  PrepareOut("ormqr", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
+// ---- lstsq: the minimum-norm solution through the SVD, with the extra
+// outputs each CPU driver returns ----
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_tpu(const Tensor& A, const Tensor& B,
+                                                            std::optional<double> rcond,
+                                                            std::optional<c10::string_view> driver) {
+  CheckFloatMatrix("torch.linalg.lstsq", A, "input");
+  CheckTpu("torch.linalg.lstsq", B, "other");
+  TORCH_CHECK(A.scalar_type() == B.scalar_type(), "torch.linalg.lstsq: Expected input and other to "
+              "have the same dtype, but got input's dtype ", A.scalar_type(), " and other's dtype ",
+              B.scalar_type());
+  const std::string drv = driver.has_value() ? std::string(*driver) : "gelsy";
+  TORCH_CHECK(drv == "gels" || drv == "gelsy" || drv == "gelsd" || drv == "gelss",
+              "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
+  const bool vector_case = B.dim() == A.dim() - 1;
+  Tensor b = vector_case ? B.unsqueeze(-1) : B;
+  TORCH_CHECK(A.size(-2) == b.size(-2), "torch.linalg.lstsq: input.size(-2) should match "
+              "other.size(-2)");
+  const int64_t m = A.size(-2), n = A.size(-1);
+  const auto dt = A.scalar_type();
+  auto [U, S, Vh] = linalg_svd_tpu(A, false, true, std::nullopt);
+  const double eps = dt == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                       : std::numeric_limits<float>::epsilon();
+  const double rc = rcond.has_value() && *rcond > 0 ? *rcond : eps * std::max(m, n);
+  Tensor thresh = at::mul(std::get<0>(at::max(S, -1, true)), rc);
+  Tensor keep = at::gt(S, thresh);
+  Tensor Sinv = at::where(keep, at::reciprocal(S), at::zeros({}, Tpu(dt)));
+  Tensor X = at::matmul(Vh.mT(), at::mul(Sinv.unsqueeze(-1), at::matmul(U.mT(), b)));
+  Tensor rank = at::sum(keep, -1).to(at::kLong);
+  Tensor empty = at::empty({0}, Tpu(dt));
+  Tensor residuals = empty;
+  if (m > n && drv != "gelsy") {
+    bool full = true;
+    if (drv != "gels") full = at::lt(rank, n).any().item<bool>() == false;
+    if (full) residuals = at::sum(at::pow(at::sub(at::matmul(A, X), b), 2), -2);
+  }
+  if (vector_case) {
+    X = X.squeeze(-1);
+    if (residuals.numel() > 0) residuals = residuals.squeeze(-1);
+  }
+  Tensor sv = (drv == "gelsd" || drv == "gelss") ? S : empty;
+  Tensor rk = drv == "gels" ? at::empty({0}, Tpu(at::kLong)) : rank;
+  return {X, residuals, rk, sv};
+}
+std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_lstsq_out_tpu(
+    const Tensor& A, const Tensor& B, std::optional<double> rcond,
+    std::optional<c10::string_view> driver, Tensor& solution, Tensor& residuals, Tensor& rank,
+    Tensor& sv) {
+  auto [x, r, k, s] = linalg_lstsq_tpu(A, B, rcond, driver);
+  for (auto [dst, src] : {std::pair<Tensor*, Tensor*>{&solution, &x}, {&residuals, &r}, {&rank, &k},
+                          {&sv, &s}}) {
+    PrepareOut("linalg_lstsq", *dst, src->sizes(), src->scalar_type());
+    dst->copy_(*src);
+  }
+  return {solution, residuals, rank, sv};
+}
+
 // ---- Cholesky ----
 
 std::tuple<Tensor, Tensor> Cholesky(const Tensor& A, bool upper) {
@@ -593,6 +1112,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_solve_triangular.out", TORCH_FN(solve_triangular_out_tpu));
   m.impl("triangular_solve", TORCH_FN(triangular_solve_tpu));
   m.impl("triangular_solve.X", TORCH_FN(triangular_solve_out_tpu));
+  m.impl("_linalg_svd", TORCH_FN(linalg_svd_tpu));
+  m.impl("linalg_qr", TORCH_FN(linalg_qr_tpu));
+  m.impl("linalg_lstsq", TORCH_FN(linalg_lstsq_tpu));
+  m.impl("linalg_lstsq.out", TORCH_FN(linalg_lstsq_out_tpu));
+  m.impl("geqrf", TORCH_FN(geqrf_tpu));
+  m.impl("geqrf.a", TORCH_FN(geqrf_out_tpu));
+  m.impl("linalg_householder_product", TORCH_FN(householder_product_tpu));
+  m.impl("linalg_householder_product.out", TORCH_FN(householder_product_out_tpu));
+  m.impl("ormqr", TORCH_FN(ormqr_tpu));
+  m.impl("ormqr.out", TORCH_FN(ormqr_out_tpu));
+  m.impl("linalg_qr.out", TORCH_FN(linalg_qr_out_tpu));
+  m.impl("_linalg_eigh", TORCH_FN(linalg_eigh_tpu));
+  m.impl("_linalg_eigh.eigenvalues", TORCH_FN(linalg_eigh_out_tpu));
+  m.impl("_linalg_svd.U", TORCH_FN(linalg_svd_out_tpu));
 }
 
 }  // namespace tpu::ops

@@ -339,3 +339,22 @@ def test_bounded_dynamism_falls_back_where_xla_cannot_follow(highest_matmul_prec
             xt = x.to("tpu")
             torch_tpu.mark_dynamic(xt, 1, 2, 16)
             close(f(xt), lin(x).relu().detach())
+
+
+def test_grouped_mm_float32_compiles(highest_matmul_precision):
+    # torch's meta function for _grouped_mm takes only bfloat16 (CUDA's rule);
+    # tpu's fake-tensor rule lets a float32 MoE layer trace and compile.
+    torch._dynamo.reset()
+    a, b = torch.randn(12, 8, requires_grad=True), torch.randn(3, 8, 4, requires_grad=True)
+    offs = torch.tensor([4, 9, 12], dtype=torch.int32)
+    g = torch.randn(12, 4)
+    want = torch._grouped_mm(a, b, offs=offs)
+    want.backward(g)
+    ta, tb = a.detach().to("tpu").requires_grad_(), b.detach().to("tpu").requires_grad_()
+    f = torch.compile(lambda x, w, o: torch._grouped_mm(x, w, offs=o), backend="tpu")
+    got = f(ta, tb, offs.to("tpu"))
+    got.backward(g.to("tpu"))
+    torch.testing.assert_close(got.cpu(), want.detach())
+    torch.testing.assert_close(ta.grad.cpu(), a.grad)
+    torch.testing.assert_close(tb.grad.cpu(), b.grad)
+    assert torch_tpu._dynamo.stats["captures"] > 0

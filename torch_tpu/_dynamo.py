@@ -47,6 +47,45 @@ def _decompositions():
     return table
 
 
+def _register_fake_rules() -> None:
+    """Fake-tensor rules for tpu tensors where torch's own meta function
+    encodes another backend's limits. ``_grouped_mm``'s meta function accepts
+    only bfloat16 (the CUDA kernel's rule); tpu's kernel takes every float
+    dtype, so a float32 MoE model (transformers' default DeepSeek-V3 / Qwen3-MoE
+    path) would otherwise fail while Dynamo traces it, before any backend runs."""
+    from torch._subclasses import fake_impls
+    from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
+
+    grouped_mm = torch.ops.aten._grouped_mm.default
+
+    def _grouped_mm_fake(fake_mode, func, mat_a, mat_b, offs=None, bias=None, out_dtype=None):
+        if mat_a.device.type != "tpu" or mat_a.dtype == torch.bfloat16:
+            return NotImplemented  # torch's own rule
+        torch._check(mat_a.dtype == mat_b.dtype and mat_a.dtype.is_floating_point,
+                     lambda: f"_grouped_mm: expected floating inputs of one dtype, got {mat_a.dtype} "
+                             f"and {mat_b.dtype}")
+        torch._check(mat_a.dim() in (2, 3) and mat_b.dim() in (2, 3),
+                     lambda: "_grouped_mm: multiplicands must be 2D or 3D")
+        torch._check(mat_a.size(-1) == mat_b.size(-2) or (mat_a.dim() == 2 and mat_b.dim() == 2),
+                     lambda: "_grouped_mm: contraction dimensions differ")
+        if mat_a.dim() == 2 and mat_b.dim() == 2:      # groups along K
+            size = [offs.size(0), mat_a.size(0), mat_b.size(1)]
+        elif mat_a.dim() == 2:                         # groups of rows of mat_a
+            size = [mat_a.size(0), mat_b.size(-1)]
+        elif mat_b.dim() == 2:                         # groups of columns of mat_b
+            size = [mat_a.size(1), mat_b.size(1)]
+        else:                                          # batched
+            size = [mat_a.size(0), mat_a.size(1), mat_b.size(-1)]
+        with in_kernel_invocation_manager(fake_mode):
+            out = torch.empty(size, dtype=out_dtype or mat_a.dtype, device="meta")
+        return FakeTensor(fake_mode, out, mat_a.device)
+
+    fake_impls.register_op_impl(lambda func: func is grouped_mm)(_grouped_mm_fake)
+
+
+_register_fake_rules()
+
+
 def mark_dynamic(t: torch.Tensor, dim: int, lower: int, upper: int) -> None:
     """Bounded dynamism for ``torch.compile(backend="tpu")``: dimension
     ``dim`` of ``t`` may take any size in ``[lower, upper]`` without a

@@ -56,6 +56,8 @@ def _register_fake_rules() -> None:
     from torch._subclasses import fake_impls
     from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
 
+    if not hasattr(torch.ops.aten, "_grouped_mm"):
+        return
     grouped_mm = torch.ops.aten._grouped_mm.default
 
     def _grouped_mm_fake(fake_mode, func, mat_a, mat_b, offs=None, bias=None, out_dtype=None):

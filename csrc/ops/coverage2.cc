@@ -11,6 +11,22 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_unique2.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/aminmax.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/le.h>
+#include <ATen/ops/linspace.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/unique_consecutive.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
@@ -523,6 +539,253 @@ std::tuple<Tensor, Tensor> mode_tpu(const Tensor& self, int64_t dim, bool keepdi
   return {vals, inds};
 }
 
+// ---- unique along a dim: rows sorted lexicographically (stable sorts by
+// each column, last first), then unique_consecutive ----
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim_tpu(const Tensor& self, int64_t dim, bool sorted,
+                                                  bool return_inverse, bool return_counts) {
+  (void)sorted;  // always sorted, as on CPU
+  CheckTpu("unique_dim", self, "self");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  Tensor x = self.movedim(d, 0);
+  const int64_t n = x.size(0);
+  Tensor empty_l = at::empty({0}, Tpu(at::kLong));
+  if (n == 0 || self.numel() == 0) {
+    TORCH_CHECK(n == 0 || self.numel() > 0, "Number of zero sized dimensions is more than one, so "
+                "unique cannot be applied ");
+    return {self.clone(), return_inverse ? at::zeros({n}, Tpu(at::kLong)) : empty_l,
+            return_counts ? at::zeros({n}, Tpu(at::kLong)) : empty_l};
+  }
+  Tensor x2 = x.reshape({n, -1});
+  Tensor perm = at::arange(n, Tpu(at::kLong));
+  for (int64_t c = x2.size(1) - 1; c >= 0; --c) {
+    Tensor key = x2.index_select(0, perm).select(1, c);
+    Tensor p = std::get<1>(at::sort(key, std::optional<bool>(true), 0, false));
+    perm = perm.index_select(0, p);
+  }
+  auto [u, inv_sorted, counts] =
+      at::unique_consecutive(x.index_select(0, perm), /*return_inverse=*/true, return_counts, 0);
+  Tensor inverse = at::zeros({n}, Tpu(at::kLong)).scatter(0, perm, inv_sorted);
+  return {u.movedim(0, d), return_inverse ? inverse : empty_l, return_counts ? counts : empty_l};
+}
+
+// ---- histogram with a bin count: bins over [min, max] (or range) ----
+
+// Counts (or weights) of x (1-d) in the bins between consecutive edges, the
+// last bin closed on the right; values outside the edges are not counted.
+Tensor HistogramOver(const Tensor& x, const Tensor& edges, const std::optional<Tensor>& weight,
+                     bool density) {
+  const auto dt = edges.scalar_type();
+  const int64_t bins = edges.numel() - 1;
+  Tensor hist = at::zeros({bins}, Tpu(dt));
+  if (bins <= 0) return hist;
+  if (x.numel() == 0) {
+    if (density) hist = at::div(hist, at::sum(hist));  // 0 / 0, as on CPU
+    return hist;
+  }
+  Tensor pos = at::sub(at::searchsorted(edges, x, false, true), 1);
+  Tensor last = at::eq(x, edges.select(0, bins));
+  pos = at::where(last, at::full({}, bins - 1, Tpu(at::kLong)), pos);
+  Tensor valid = at::logical_and(at::ge(x, edges.select(0, 0)), at::le(x, edges.select(0, bins)));
+  const bool has_w = weight.has_value() && weight->defined();
+  Tensor w = has_w ? weight->reshape({-1}).to(dt) : at::ones({x.numel()}, Tpu(dt));
+  w = at::where(valid, w, at::zeros({}, Tpu(dt)));
+  pos = at::clamp(pos, 0, bins - 1);
+  hist = hist.index_add(0, pos, w);
+  if (density) {
+    Tensor widths = at::sub(edges.narrow(0, 1, bins), edges.narrow(0, 0, bins));
+    hist = at::div(hist, at::mul(at::sum(hist), widths));
+  }
+  return hist;
+}
+
+std::tuple<Tensor, Tensor> histogram_bin_ct_tpu(const Tensor& self, int64_t bins,
+                                                 std::optional<at::ArrayRef<double>> range,
+                                                 const std::optional<Tensor>& weight, bool density) {
+  CheckTpu("histogram", self, "self");
+  TORCH_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension 0");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "torch.histogram: input tensor and bins "
+              "tensors should have the same dtype");
+  const bool has_w = weight.has_value() && weight->defined();
+  if (has_w)
+    TORCH_CHECK(weight->sizes() == self.sizes(), "torch.histogram(): if weight tensor is provided "
+                "it should have the same shape as the input tensor excluding its innermost "
+                "dimension");
+  const auto dt = self.scalar_type();
+  Tensor x = self.reshape({-1});
+  double lo = 0, hi = 0;
+  if (range.has_value()) {
+    TORCH_CHECK(range->size() == 2, "torch.histogram(): range should have 2 elements");
+    lo = (*range)[0];
+    hi = (*range)[1];
+  } else if (x.numel() > 0) {
+    auto [mn, mx] = at::aminmax(x);
+    lo = mn.item<double>();
+    hi = mx.item<double>();
+  } else {
+    hi = 1;  // CPU's edges for an empty input
+  }
+  TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogram(): range of [", lo, ", ", hi,
+              "] is not finite");
+  TORCH_CHECK(lo <= hi, "torch.histogram(): min should not exceed max, but got min ", lo, " max ", hi);
+  if (lo == hi) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  Tensor edges = at::linspace(lo, hi, bins + 1, Tpu(dt));
+  return {HistogramOver(x, edges, weight, density), edges};
+}
+std::tuple<Tensor&, Tensor&> histogram_bin_ct_out_tpu(const Tensor& self, int64_t bins,
+                                                      std::optional<at::ArrayRef<double>> range,
+                                                      const std::optional<Tensor>& weight,
+                                                      bool density, Tensor& hist, Tensor& edges) {
+  auto [h, e] = histogram_bin_ct_tpu(self, bins, range, weight, density);
+  Into("histogram", h, hist);
+  Into("histogram", e, edges);
+  return {hist, edges};
+}
+
+std::tuple<Tensor, Tensor> histogram_bins_tensor_tpu(const Tensor& self, const Tensor& bins,
+                                                      const std::optional<Tensor>& weight, bool density) {
+  CheckTpu("histogram", self, "self");
+  CheckTpu("histogram", bins, "bins");
+  TORCH_CHECK(bins.dim() == 1, "torch.histogram(): bins tensor should have one dimension, but got ",
+              bins.dim(), " dimensions in the bin tensor");
+  TORCH_CHECK(bins.numel() > 0, "torch.histogram(): bins tensor should have at least 1 element, "
+              "but got ", bins.numel(), " elements");
+  TORCH_CHECK(self.scalar_type() == bins.scalar_type(), "torch.histogram: input tensor and bins "
+              "tensors should have the same dtype, but got input ", self.scalar_type(),
+              " and bins ", bins.scalar_type());
+  Tensor edges = bins.clone();
+  return {HistogramOver(self.reshape({-1}), edges, weight, density), edges};
+}
+std::tuple<Tensor&, Tensor&> histogram_bins_tensor_out_tpu(const Tensor& self, const Tensor& bins,
+                                                           const std::optional<Tensor>& weight,
+                                                           bool density, Tensor& hist, Tensor& edges) {
+  auto [h, e] = histogram_bins_tensor_tpu(self, bins, weight, density);
+  Into("histogram", h, hist);
+  Into("histogram", e, edges);
+  return {hist, edges};
+}
+
+// ---- segment_reduce along `axis` with 1-d lengths or offsets: each
+// segment folded from `initial` (default: the reduction's identity; mean:
+// (initial + sum) / length, NaN for an empty segment without initial) ----
+
+struct Segments {
+  Tensor lengths;  // (S) int64
+  Tensor idx;      // data-shaped segment id along axis (S for elements past the last segment)
+  int64_t S = 0, axis = 0;
+};
+Segments SegmentsOf(const Tensor& data, const std::optional<Tensor>& lengths,
+                    const std::optional<Tensor>& offsets, int64_t axis) {
+  Segments g;
+  g.axis = at::maybe_wrap_dim(axis, data.dim());
+  // lengths (or offsets) are (data.shape[:axis], S): one row of segments
+  // per leading index (or 1-d, shared).
+  if (lengths.has_value() && lengths->defined()) {
+    g.lengths = lengths->to(at::kLong);
+  } else {
+    TORCH_CHECK(offsets.has_value() && offsets->defined(), "segment_reduce(): Either lengths or "
+                "offsets must be defined");
+    Tensor o = offsets->to(at::kLong);
+    const int64_t k = o.size(-1);
+    g.lengths = at::sub(o.narrow(-1, 1, k - 1), o.narrow(-1, 0, k - 1));
+  }
+  TORCH_CHECK(g.lengths.dim() == 1 || g.lengths.dim() == g.axis + 1,
+              "segment_reduce(): Expected lengths/offsets to have ", g.axis + 1, " dimensions");
+  g.S = g.lengths.size(-1);
+  const int64_t n = data.size(g.axis);
+  std::vector<int64_t> lead(g.lengths.sizes().begin(), g.lengths.sizes().end() - 1);
+  Tensor ends = at::cumsum(g.lengths, -1);
+  std::vector<int64_t> pos_shape = lead;
+  pos_shape.push_back(n);
+  Tensor pos = at::arange(n, Tpu(at::kLong)).expand(pos_shape).contiguous();
+  Tensor ids = at::searchsorted(ends.contiguous(), pos, false, true);  // (lead..., n)
+  std::vector<int64_t> view(data.dim(), 1);
+  for (size_t i = 0; i < lead.size(); ++i) view[i] = lead[i];
+  view[g.axis] = n;
+  g.idx = ids.reshape(view).expand(data.sizes());
+  return g;
+}
+double SegmentInit(c10::string_view reduce, const std::optional<c10::Scalar>& initial) {
+  if (initial.has_value()) return initial->toDouble();
+  if (reduce == "max") return -INFINITY;
+  if (reduce == "min") return INFINITY;
+  if (reduce == "prod") return 1;
+  return 0;
+}
+std::vector<int64_t> WithAxis(const Tensor& data, int64_t axis, int64_t size) {
+  auto v = data.sizes().vec();
+  v[axis] = size;
+  return v;
+}
+Tensor LengthsAlong(const Segments& g, const Tensor& like) {  // lengths shaped to broadcast with the output
+  std::vector<int64_t> view(like.dim(), 1);
+  for (int64_t i = 0; i + 1 < g.lengths.dim(); ++i) view[i] = g.lengths.size(i);
+  view[g.axis] = g.S;
+  return g.lengths.reshape(view);
+}
+
+Tensor segment_reduce_tpu(const Tensor& data, c10::string_view reduce, const std::optional<Tensor>& lengths,
+                          const std::optional<Tensor>& indices, const std::optional<Tensor>& offsets,
+                          int64_t axis, bool unsafe, const std::optional<c10::Scalar>& initial) {
+  (void)indices;
+  (void)unsafe;
+  CheckTpu("segment_reduce", data, "data");
+  TORCH_CHECK(reduce == "max" || reduce == "min" || reduce == "sum" || reduce == "mean" ||
+              reduce == "prod", "segment_reduce: unsupported reduction ", reduce);
+  Segments g = SegmentsOf(data, lengths, offsets, axis);
+  const auto dt = data.scalar_type();
+  // one extra segment collects what lies past the last one
+  Tensor out = at::full(WithAxis(data, g.axis, g.S + 1), SegmentInit(reduce, initial), Tpu(dt));
+  const char* how = reduce == "max" ? "amax" : reduce == "min" ? "amin" : reduce == "prod" ? "prod" : "sum";
+  if (data.numel() > 0) out = at::scatter_reduce(out, g.axis, g.idx, data, how, /*include_self=*/true);
+  out = out.narrow(g.axis, 0, g.S);
+  if (reduce == "mean") {
+    Tensor len = LengthsAlong(g, out);
+    Tensor mean = at::div(out, at::clamp_min(len, 1).to(dt));
+    Tensor empty = initial.has_value() ? out : at::full({}, NAN, Tpu(dt));
+    out = at::where(at::gt(len, 0), mean, empty);
+  }
+  return out.contiguous();
+}
+
+Tensor segment_reduce_backward_tpu(const Tensor& grad, const Tensor& output, const Tensor& data,
+                                   c10::string_view reduce, const std::optional<Tensor>& lengths,
+                                   const std::optional<Tensor>& offsets, int64_t axis,
+                                   const std::optional<c10::Scalar>& initial) {
+  Segments g = SegmentsOf(data, lengths, offsets, axis);
+  const auto dt = data.scalar_type();
+  auto pad = [&](const Tensor& t) {  // (S) -> (S + 1) along axis with a zero segment
+    return at::cat({t, at::zeros(WithAxis(data, g.axis, 1), Tpu(t.scalar_type()))}, g.axis);
+  };
+  Tensor gi = pad(grad).gather(g.axis, g.idx);
+  if (reduce == "sum") return gi;
+  if (reduce == "mean") {
+    Tensor len = pad(LengthsAlong(g, grad).expand(grad.sizes()).to(dt)).gather(g.axis, g.idx);
+    return at::div(gi, at::clamp_min(len, 1));
+  }
+  Tensor oi = pad(output).gather(g.axis, g.idx);
+  if (reduce == "max" || reduce == "min") {
+    Tensor hit = at::eq(data, oi).to(dt);
+    Tensor cnt = at::zeros(WithAxis(data, g.axis, g.S + 1), Tpu(dt)).scatter_add(g.axis, g.idx, hit);
+    Tensor ci = cnt.gather(g.axis, g.idx);
+    return at::where(at::gt(hit, 0), at::div(gi, at::clamp_min(ci, 1)), at::zeros({}, Tpu(dt)));
+  }
+  // prod: output / x where x != 0; with one zero in the segment, the
+  // product of the others at that zero; with more, 0.
+  Tensor zero = at::eq(data, 0);
+  Tensor nz = at::where(zero, at::ones({}, Tpu(dt)), data);
+  Tensor zc = at::zeros(WithAxis(data, g.axis, g.S + 1), Tpu(dt)).scatter_add(g.axis, g.idx, zero.to(dt));
+  Tensor prod_nz = at::full(WithAxis(data, g.axis, g.S + 1), SegmentInit(reduce, initial), Tpu(dt))
+                       .scatter_reduce(g.axis, g.idx, nz, "prod", true);
+  Tensor zi = zc.gather(g.axis, g.idx), pi = prod_nz.gather(g.axis, g.idx);
+  Tensor at_nonzero = at::div(at::mul(gi, oi), nz);
+  Tensor at_zero = at::where(at::eq(zi, 1), at::mul(gi, pi), at::zeros({}, Tpu(dt)));
+  return at::where(zero, at_zero, at_nonzero);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -565,6 +828,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("frexp.Tensor_out", TORCH_FN(frexp_out_tpu));
   m.impl("conj_physical.out", TORCH_FN(conj_physical_out_tpu));
   m.impl("mode", TORCH_FN(mode_tpu));
+  m.impl("unique_dim", TORCH_FN(unique_dim_tpu));
+  m.impl("segment_reduce", TORCH_FN(segment_reduce_tpu));
+  m.impl("_segment_reduce_backward", TORCH_FN(segment_reduce_backward_tpu));
+  m.impl("histogram.bin_ct", TORCH_FN(histogram_bin_ct_tpu));
+  m.impl("histogram.bins_tensor", TORCH_FN(histogram_bins_tensor_tpu));
+  m.impl("histogram.bins_tensor_out", TORCH_FN(histogram_bins_tensor_out_tpu));
+  m.impl("histogram.bin_ct_out", TORCH_FN(histogram_bin_ct_out_tpu));
 }
 
 }  // namespace tpu::ops

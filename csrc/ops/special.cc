@@ -284,6 +284,121 @@ TPU_SPECIAL(special_log_ndtr, kLogNdtr)
 TPU_SPECIAL(special_erfcx, kErfcx)
 #undef TPU_SPECIAL
 
+// ---- igamma / igammac: regularized incomplete gamma functions, by the
+// power series of P(a, x) or the continued fraction of Q(a, x) (Cephes'
+// igam/igamc), all elements iterated together until converged ----
+
+// in = (a, x); ints = (upper?, compute dtype).
+VS LowerIgamma(Builder& b, const VS& in, const lazy::Attrs& at, const TT& out) {
+  const bool upper = at.ints[0] != 0;
+  const auto ct = static_cast<DType>(at.ints[1]);
+  const ir::Dims& d = out[0].dims;
+  Value a = ir::BroadcastTo(b, ir::Convert(b, in[0], ct), d);
+  Value x = ir::BroadcastTo(b, ir::Convert(b, in[1], ct), d);
+  const double eps = ct == DType::F64 ? 1.1102230246251565e-16 : 5.9604644775390625e-08;
+  ir::Dims all;
+  for (size_t i = 0; i < d.size(); ++i) all.push_back(static_cast<int64_t>(i));
+  auto any = [&](Builder& bb, Value p) {
+    return d.empty() ? p : ir::Reduce(bb, p, ir::ConstantI(bb, 0, DType::PRED), all, "stablehlo.or");
+  };
+  auto Gt = [&](Builder& bb, Value u, Value v) { return ir::Compare(bb, u, v, ir::Cmp::GT); };
+  // safe arguments (special cases are selected at the end)
+  Value ok = ir::Binary(b, "stablehlo.and", Gt(b, a, C(b, 0, a)), Gt(b, x, C(b, 0, x)));
+  ok = ir::Binary(b, "stablehlo.and", ok, b.Op1("stablehlo.is_finite", {x}, ir::TensorType{DType::PRED, d}));
+  ok = ir::Binary(b, "stablehlo.and", ok, b.Op1("stablehlo.is_finite", {a}, ir::TensorType{DType::PRED, d}));
+  Value as = ir::Select(b, ok, a, C(b, 1, a)), xs = ir::Select(b, ok, x, C(b, 1, x));
+  Value ax = Sub(b, Sub(b, Mul(b, as, ir::Unary(b, "stablehlo.log", xs)), xs), ir::Unary(b, "chlo.lgamma", as));
+  Value fac = Exp(b, ax);
+  // series: P = fac / a * sum_k x^k / ((a+1)...(a+k))
+  VS sr = loop::While(
+      b, {ir::ConstantI(b, 0, DType::S64), as, C(b, 1, as), C(b, 1, as), xs},
+      [&](Builder& bb, const VS& v) {
+        Value big = Gt(bb, v[2], Mul(bb, v[3], C(bb, eps, v[3])));
+        return ir::Binary(bb, "stablehlo.and", any(bb, big),
+                          ir::Compare(bb, v[0], ir::ConstantI(bb, 2000, DType::S64), ir::Cmp::LT));
+      },
+      [&](Builder& bb, const VS& v) {
+        Value r = Add(bb, v[1], C(bb, 1, v[1]));
+        Value c = Mul(bb, v[2], Div(bb, v[4], r));
+        return VS{Add(bb, v[0], ir::ConstantI(bb, 1, DType::S64)), r, c, Add(bb, v[3], c), v[4]};
+      });
+  Value P_series = Div(b, sr[3], as);
+  P_series = Mul(b, P_series, fac);
+  // continued fraction for Q (x > 1 and x > a in Cephes)
+  const double big = ct == DType::F64 ? 4.503599627370496e15 : 16777216.0;
+  Value y0 = Sub(b, C(b, 1, as), as);
+  Value z0 = Add(b, Add(b, xs, y0), C(b, 1, xs));
+  Value pkm1 = Add(b, xs, C(b, 1, xs)), qkm1 = Mul(b, z0, xs);
+  Value ans0 = Div(b, pkm1, qkm1);
+  VS cf = loop::While(
+      b, {ir::ConstantI(b, 0, DType::S64), C(b, 0, xs), y0, z0, C(b, 1, xs), xs, pkm1, qkm1, ans0, C(b, 1, xs)},
+      [&](Builder& bb, const VS& v) {
+        Value big_t = Gt(bb, v[9], C(bb, eps, v[9]));
+        return ir::Binary(bb, "stablehlo.and", any(bb, big_t),
+                          ir::Compare(bb, v[0], ir::ConstantI(bb, 2000, DType::S64), ir::Cmp::LT));
+      },
+      [&](Builder& bb, const VS& v) {
+        Value one = C(bb, 1, v[1]);
+        Value c = Add(bb, v[1], one), y = Add(bb, v[2], one), z = Add(bb, v[3], C(bb, 2, v[3]));
+        Value yc = Mul(bb, y, c);
+        Value pk = Sub(bb, Mul(bb, v[6], z), Mul(bb, v[4], yc));
+        Value qk = Sub(bb, Mul(bb, v[7], z), Mul(bb, v[5], yc));
+        Value qnz = ir::Compare(bb, qk, C(bb, 0, qk), ir::Cmp::NE);
+        Value r = Div(bb, pk, ir::Select(bb, qnz, qk, one));
+        Value t = ir::Select(bb, qnz, ir::Unary(bb, "stablehlo.abs", Div(bb, Sub(bb, v[8], r), r)), one);
+        Value ans = ir::Select(bb, qnz, r, v[8]);
+        Value pkm2 = v[6], qkm2 = v[7], pkm1n = pk, qkm1n = qk;
+        Value scale = Gt(bb, ir::Unary(bb, "stablehlo.abs", pk), C(bb, big, pk));
+        auto sc = [&](Value u) { return ir::Select(bb, scale, Mul(bb, u, C(bb, 1.0 / big, u)), u); };
+        return VS{Add(bb, v[0], ir::ConstantI(bb, 1, DType::S64)), c, y, z, sc(pkm2), sc(qkm2), sc(pkm1n),
+                  sc(qkm1n), ans, t};
+      });
+  Value Q_cf = Mul(b, cf[8], fac);
+  Value use_cf = ir::Binary(b, "stablehlo.and", Gt(b, xs, C(b, 1, xs)), Gt(b, xs, as));
+  Value P = ir::Select(b, use_cf, Sub(b, C(b, 1, Q_cf), Q_cf), P_series);
+  Value Q = ir::Select(b, use_cf, Q_cf, Sub(b, C(b, 1, P_series), P_series));
+  Value r = upper ? Q : P;
+  // special cases, as CPU
+  Value nan = C(b, NAN, r);
+  Value zero_a = ir::Compare(b, a, C(b, 0, a), ir::Cmp::EQ), zero_x = ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ);
+  Value inf_a = ir::Compare(b, a, C(b, INFINITY, a), ir::Cmp::EQ), inf_x = ir::Compare(b, x, C(b, INFINITY, x), ir::Cmp::EQ);
+  Value lo = C(b, upper ? 1 : 0, r), hi = C(b, upper ? 0 : 1, r);
+  r = ir::Select(b, inf_x, hi, r);
+  r = ir::Select(b, inf_a, ir::Select(b, inf_x, nan, lo), r);
+  r = ir::Select(b, zero_x, lo, r);
+  r = ir::Select(b, zero_a, ir::Select(b, Gt(b, x, C(b, 0, x)), hi, nan), r);
+  Value neg = ir::Binary(b, "stablehlo.or", ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT),
+                         ir::Compare(b, a, C(b, 0, a), ir::Cmp::LT));
+  Value isnan = ir::Binary(b, "stablehlo.or", ir::Compare(b, x, x, ir::Cmp::NE), ir::Compare(b, a, a, ir::Cmp::NE));
+  r = ir::Select(b, ir::Binary(b, "stablehlo.or", neg, isnan), nan, r);
+  return {ir::Convert(b, r, out[0].dtype)};
+}
+constexpr lazy::Lowering kIgamma{"aten::igamma", &LowerIgamma};
+
+Tensor Igamma(bool upper, const char* name, const Tensor& a, const Tensor& x) {
+  CheckTpu(name, a, "self");
+  CheckTpu(name, x, "other");
+  auto rt = at::result_type(a, x);
+  if (at::isIntegralType(rt, /*includeBool=*/true)) rt = c10::typeMetaToScalarType(at::get_default_dtype());
+  TORCH_CHECK(at::isFloatingType(rt), name, " is not implemented for ", rt);
+  auto shape = at::infer_size(a.sizes(), x.sizes());
+  if (c10::multiply_integers(shape) == 0) return EmptyTpu(shape, rt);
+  return Run1(kIgamma, {{upper ? 1 : 0, IrCode(OpMathType(rt))}, {}, {}}, {OperandOf(a), OperandOf(x)},
+              TypeOf(shape, rt));
+}
+Tensor igamma_tpu(const Tensor& a, const Tensor& x) { return Igamma(false, "igamma", a, x); }
+Tensor igammac_tpu(const Tensor& a, const Tensor& x) { return Igamma(true, "igammac", a, x); }
+Tensor& igamma_out_tpu(const Tensor& a, const Tensor& x, Tensor& out) {
+  Tensor r = igamma_tpu(a, x);
+  PrepareOut("igamma", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+Tensor& igammac_out_tpu(const Tensor& a, const Tensor& x, Tensor& out) {
+  Tensor r = igammac_tpu(a, x);
+  PrepareOut("igammac", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -312,6 +427,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(special_ndtri)
   REG(special_log_ndtr)
   REG(special_erfcx)
+  REG(igamma)
+  REG(igammac)
 #undef REG
 }
 

@@ -27,12 +27,16 @@ def torchrun(script, nproc, env_extra=None, timeout=300):
     return p.stdout
 
 
-def test_xla_engine_runs_every_collective_single_process():
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_xla_engine_runs_every_collective_single_process(mode):
     # The XLA engine's data path (tensor -> program on the plugin -> tensor,
     # list forms, uneven all_to_all, Work) on a one-process group: the CPU
     # plugin runs no collective across processes (the programs themselves
     # are checked on several devices by tests/test_dist_lowering.py).
-    out = torchrun("collectives.py", 1, {"TORCH_TPU_DIST_ENGINE": "xla"})
+    env = {"TORCH_TPU_DIST_ENGINE": "xla"}
+    if mode == "fused":
+        env["TORCH_TPU_DEFER_AND_FUSE"] = "1"
+    out = torchrun("collectives.py", 1, env)
     assert "collectives ok (xla engine)" in out
 
 

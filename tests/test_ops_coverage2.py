@@ -398,3 +398,18 @@ def test_igamma(fn):
     a = torch.cat([torch.rand(200) * 9 + 0.01, torch.tensor([0.0, 1.0, -1.0, 2.0, float("inf")])])
     x = torch.cat([torch.rand(200) * 12, torch.tensor([1.0, 0.0, 1.0, float("inf"), 3.0])])
     assert_close(fn(a.to(TPU), x.to(TPU)).cpu(), fn(a, x), atol=2e-5, rtol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [torch.special.bessel_j0, torch.special.bessel_j1])
+def test_bessel_j(fn):
+    x = torch.cat([torch.randn(200) * 6, torch.tensor([0.0, 7.99, 8.0, 8.01, -12.0, 30.0])])
+    assert_close(fn(x.to(TPU)).cpu(), fn(x), atol=1e-4, rtol=1e-4)
+
+
+def test_hash_tensor():
+    x = torch.randn(4, 5)
+    for kw in [{}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}]:
+        t, c = torch.hash_tensor(x.to(TPU), **kw).cpu(), torch.hash_tensor(x, **kw)
+        assert t.dtype == c.dtype and t.shape == c.shape and t.tolist() == c.tolist()
+    i = torch.randint(-100, 100, (6,), dtype=torch.int32)
+    assert torch.hash_tensor(i.to(TPU)).cpu().tolist() == torch.hash_tensor(i).tolist()

@@ -134,7 +134,7 @@ TPU_POLY(special_legendre_polynomial_p, kP)
 
 // ---- Bessel-type and error-function specials ----
 
-enum Fn : int64_t { kI0, kI0e, kI1, kI1e, kSphJ0, kNdtri, kLogNdtr, kErfcx };
+enum Fn : int64_t { kI0, kI0e, kI1, kI1e, kSphJ0, kNdtri, kLogNdtr, kErfcx, kJ0, kJ1 };
 
 Value Exp(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential", x); }
 Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
@@ -206,6 +206,55 @@ Value Erfcx(Builder& b, Value x) {
   return ir::Select(b, big, direct, cf);
 }
 
+// J_nu (nu = 0, 1): the power series below |x| = 8, Hankel's asymptotic
+// expansion above.
+Value BesselJ(Builder& b, Value x, int nu) {
+  const ir::Dims d = b.type(x).dims;
+  const DType ct = b.type(x).dtype;
+  Value ax = Abs(b, x);
+  Value small = Lt(b, ax, 8.0);
+  Value xs = ir::Select(b, small, x, C(b, 0, x));
+  Value h = Mul(b, xs, C(b, 0.5, xs));
+  Value q = Mul(b, h, h);
+  Value t0 = nu == 0 ? C(b, 1, x) : h;
+  ir::Dims all;
+  for (size_t i = 0; i < d.size(); ++i) all.push_back(static_cast<int64_t>(i));
+  VS r = loop::While(
+      b, {ir::ConstantI(b, 1, DType::S64), t0, t0, q},
+      [&](Builder& bb, const VS& v) {
+        Value big = ir::Compare(bb, Abs(bb, v[1]), Mul(bb, Abs(bb, v[2]), C(bb, 1e-10, v[2])), ir::Cmp::GT);
+        Value any = d.empty() ? big : ir::Reduce(bb, big, ir::ConstantI(bb, 0, DType::PRED), all, "stablehlo.or");
+        return ir::Binary(bb, "stablehlo.and", any,
+                          ir::Compare(bb, v[0], ir::ConstantI(bb, 200, DType::S64), ir::Cmp::LT));
+      },
+      [&](Builder& bb, const VS& v) {
+        Value kf = ir::Full(bb, ir::Convert(bb, v[0], ct), d);
+        Value denom = Mul(bb, kf, Add(bb, kf, C(bb, nu, kf)));
+        Value t = ir::Unary(bb, "stablehlo.negate", Div(bb, Mul(bb, v[1], v[3]), denom));
+        return VS{Add(bb, v[0], ir::ConstantI(bb, 1, DType::S64)), t, Add(bb, v[2], t), v[3]};
+      });
+  Value ser = r[2];
+  // asymptotic, on |x| >= 8
+  Value xa = ir::Select(b, small, C(b, 8, x), ax);
+  const double mu = 4.0 * nu * nu;
+  Value P = C(b, 1, x), Q = C(b, 0, x), term = C(b, 1, x);
+  for (int k = 1; k <= 10; ++k) {
+    const double f = (mu - (2.0 * k - 1) * (2.0 * k - 1)) / (k * 8.0);
+    term = Div(b, Mul(b, term, C(b, f, x)), xa);
+    const double sgn = ((k / 2) % 2 == 0) ? 1.0 : -1.0;  // k = 1,2: +; 3,4: -; ...
+    if (k % 2 == 0) P = Add(b, P, Mul(b, term, C(b, k % 4 == 2 ? -1.0 : 1.0, x)));
+    else Q = Add(b, Q, Mul(b, term, C(b, sgn, x)));
+  }
+  Value chi = Sub(b, xa, C(b, (0.5 * nu + 0.25) * M_PI, x));
+  Value amp = ir::Unary(b, "stablehlo.sqrt", Div(b, C(b, 2.0 / M_PI, x), xa));
+  Value asym = Mul(b, amp, Sub(b, Mul(b, P, ir::Unary(b, "stablehlo.cosine", chi)),
+                               Mul(b, Q, ir::Unary(b, "stablehlo.sine", chi))));
+  if (nu == 1) asym = Mul(b, asym, ir::Unary(b, "stablehlo.sign", x));
+  Value out = ir::Select(b, small, ser, asym);
+  Value inf = ir::Compare(b, ax, C(b, INFINITY, x), ir::Cmp::EQ);
+  return ir::Select(b, inf, C(b, 0, x), out);
+}
+
 // in = (x); ints = (fn, compute dtype).
 VS LowerSpecial(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const auto fn = static_cast<Fn>(a.ints[0]);
@@ -246,6 +295,8 @@ VS LowerSpecial(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       r = ir::Select(b, neg, lo, hi);
       break;
     }
+    case kJ0: r = BesselJ(b, x, 0); break;
+    case kJ1: r = BesselJ(b, x, 1); break;
     case kErfcx: {
       r = Erfcx(b, x);
       // erfcx(-inf) = inf, erfcx(inf) = 0
@@ -282,6 +333,8 @@ TPU_SPECIAL(special_spherical_bessel_j0, kSphJ0)
 TPU_SPECIAL(special_ndtri, kNdtri)
 TPU_SPECIAL(special_log_ndtr, kLogNdtr)
 TPU_SPECIAL(special_erfcx, kErfcx)
+TPU_SPECIAL(special_bessel_j0, kJ0)
+TPU_SPECIAL(special_bessel_j1, kJ1)
 #undef TPU_SPECIAL
 
 // ---- igamma / igammac: regularized incomplete gamma functions, by the
@@ -427,6 +480,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(special_ndtri)
   REG(special_log_ndtr)
   REG(special_erfcx)
+  REG(special_bessel_j0)
+  REG(special_bessel_j1)
   REG(igamma)
   REG(igammac)
 #undef REG

@@ -104,6 +104,58 @@ _RANDOM_PATTERNS = re.compile(
 # Tensor arguments an op requires on the CPU (by position in sample.args).
 _ARGS_ON_CPU = {"tensor_split": {0}}
 
+# The OpInfos expected to fail (forward, backward or both) on tpu, each with
+# its reason. The sweep marks them and lists every failure that is not here
+# (a regression) and every entry that passed (to be removed).
+_NO_COMPLEX = "complex views/dtypes (view_as_real, view_as_complex, complex32) are not lowered"
+_NO_SPARSE = "sparse layouts are not supported on tpu"
+_DROPOUT_VALUES = ("samples use dropout: random values cannot match CPU's, but the sweep "
+                   "compares values for this OpInfo (its name does not say dropout)")
+EXPECTED_FAILURES = {
+    "view_as_complex": _NO_COMPLEX,
+    "complex": _NO_COMPLEX,
+    "polar": _NO_COMPLEX,
+    "chalf": _NO_COMPLEX,
+    "stft": _NO_COMPLEX,
+    "fft.hfft": _NO_COMPLEX + " (backward only)",
+    "fft.hfft2": _NO_COMPLEX + " (backward only)",
+    "fft.hfftn": _NO_COMPLEX + " (backward only)",
+    "fft.irfft": _NO_COMPLEX + " (backward only)",
+    "fft.irfft2": _NO_COMPLEX + " (backward only)",
+    "fft.irfftn": _NO_COMPLEX + " (backward only)",
+    "linalg.eig": "general (non-symmetric) eigendecomposition is not lowered; its results are complex",
+    "linalg.eigvals": "general (non-symmetric) eigendecomposition is not lowered; its results are complex",
+    "sparse.sampled_addmm": _NO_SPARSE,
+    "sparse.mm.reduce": _NO_SPARSE,
+    "to_sparse": _NO_SPARSE,
+    "nn.functional.scaled_dot_product_attention": _DROPOUT_VALUES,
+    "nn.functional.multi_head_attention_forward": _DROPOUT_VALUES,
+    "svd": "full_matrices=True on non-square input is not lowered (reduced SVD is)",
+    "linalg.svd": "full_matrices=True on non-square input is not lowered (reduced SVD is)",
+    "linalg.eigh": "eigenvectors are unique only up to sign; Jacobi's signs differ from LAPACK's "
+                   "(eigenvalues match)",
+    "pca_lowrank": "singular vectors are unique only up to sign; signs differ from LAPACK's",
+    "svd_lowrank": "randomized low-rank SVD through the Jacobi SVD: one element ends 1.4e-4 from "
+                   "CPU's, just outside the 1e-4 tolerance",
+    "matrix_exp": "not lowered yet (Pade approximation with scaling and squaring)",
+    "linalg.ldl_factor": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
+    "linalg.ldl_factor_ex": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
+    "linalg.ldl_solve": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
+    "special.airy_ai": "not lowered yet",
+    "special.bessel_y0": "not lowered yet",
+    "special.bessel_y1": "not lowered yet",
+    "special.modified_bessel_k0": "not lowered yet",
+    "special.modified_bessel_k1": "not lowered yet",
+    "special.scaled_modified_bessel_k0": "not lowered yet",
+    "special.scaled_modified_bessel_k1": "not lowered yet",
+    "histogramdd": "not lowered yet (_histogramdd_bin_edges)",
+    "_upsample_bilinear2d_aa": "anti-aliased bilinear upsampling is not lowered",
+    "nn.functional.fractional_max_pool2d": "not lowered yet (random pooling regions)",
+    "nn.functional.fractional_max_pool3d": "not lowered yet (random pooling regions)",
+    "nn.functional.grid_sample": "bicubic interpolation is not lowered (bilinear and nearest are)",
+    "grid_sampler_2d": "bicubic interpolation is not lowered (bilinear and nearest are)",
+}
+
 _MISSING_RE = re.compile(r"'(aten::[A-Za-z0-9_.]+)'")
 
 
@@ -367,6 +419,9 @@ def format_result(res):
             return "SKIP " + v[len("skip: "):]
         return "FAIL " + v
     line = f"{res['name']}  fwd: {fmt(res['fwd'])}  bwd: {fmt(res['bwd'])}"
+    if res["name"] in EXPECTED_FAILURES and any(
+            isinstance(v, str) and not v.startswith("skip") for v in (res["fwd"], res["bwd"])):
+        line += f"  [expected: {EXPECTED_FAILURES[res['name']]}]"
     if res.get("budget_hit"):
         line += f"  (budget: {res['samples']} samples)"
     if res.get("dtypes") and res["dtypes"] != ["float32"]:
@@ -556,7 +611,16 @@ def main():
         print("\nmissing aten ops (OpInfos blocked):")
         for name, c in missing_ops(results).most_common():
             print(f"{c:5d}  {name}")
-    print(f"\n{len(results)} OpInfos in {elapsed:.0f} s")
+    failed = {r["name"] for r in results
+              if any(isinstance(v, str) and not v.startswith("skip") for v in (r["fwd"], r["bwd"]))}
+    ran = {r["name"] for r in results}
+    unexpected = sorted(failed - set(EXPECTED_FAILURES))
+    stale = sorted(name for name in EXPECTED_FAILURES if name in ran and name not in failed)
+    print(f"\nexpected failures: {len(failed & set(EXPECTED_FAILURES))} of {len(EXPECTED_FAILURES)} listed "
+          f"(EXPECTED_FAILURES, each with its reason)")
+    print(f"unexpected failures: {', '.join(unexpected) if unexpected else 'none'}")
+    print(f"listed but passing: {', '.join(stale) if stale else 'none'}")
+    print(f"{len(results)} OpInfos in {elapsed:.0f} s")
     print(f"opinfo: {f}/{n} forward, {g}/{m} backward")
 
 

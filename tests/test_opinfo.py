@@ -62,3 +62,10 @@ def test_opinfo(name, highest_matmul_precision):
     assert res["fwd"] is True, f"{name} forward: {res['fwd']}"
     if op.supports_autograd:
         assert res["bwd"] is True, f"{name} backward: {res['bwd']}"
+
+
+def test_expected_failures_name_real_opinfos_with_reasons():
+    db = _ops_by_name()
+    for name, reason in opinfo_sweep.EXPECTED_FAILURES.items():
+        assert name in db, f"EXPECTED_FAILURES names no OpInfo: {name}"
+        assert isinstance(reason, str) and len(reason) > 10, name

@@ -46,3 +46,20 @@ def test_conv_transpose_backward_with_output_padding_beyond_stride(highest_matmu
         grads.append((xi.grad.cpu(), wi.grad.cpu()))
     assert_close(grads[1][0], grads[0][0], rtol=1e-4, atol=1e-4)
     assert_close(grads[1][1], grads[0][1], rtol=1e-4, atol=1e-4)
+
+
+def test_inputs_outlive_the_programs_that_read_them(highest_matmul_precision):
+    # Strict Eager returns before a program has run; a tensor freed or
+    # overwritten right after must not release the buffer the program is
+    # still reading (new allocations would reuse its memory). Long matmuls,
+    # then the inputs dropped and fresh buffers written at once.
+    torch.manual_seed(0)
+    for _ in range(4):
+        a = torch.randn(768, 768)
+        x = a.to("tpu")
+        y = x @ x @ x
+        x.mul_(0.0)                      # the program still reads the old value
+        del x
+        junk = [torch.full((768, 768), 7.0, device="tpu") for _ in range(4)]
+        torch.testing.assert_close(y.cpu(), a @ a @ a, rtol=1e-4, atol=0.05)
+        del junk

@@ -373,7 +373,7 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
-  if (done) rt.AddPending(std::move(done));
+  if (done) rt.AddPending(std::move(done), std::vector<std::shared_ptr<const void>>(args.begin(), args.end()));
   results.reserve(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i)
     results.push_back(std::make_shared<BufferNode>(c.results[i]->type(), rt.Track(std::move(bufs[i])), c.name));
@@ -631,7 +631,11 @@ void Executor::FlushLocked(Captured* capture) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
-  if (done) rt.AddPending(std::move(done));
+  if (done) {
+    std::vector<std::shared_ptr<const void>> inputs(param_nodes.begin(), param_nodes.end());
+    inputs.insert(inputs.end(), offset_nodes.begin(), offset_nodes.end());
+    rt.AddPending(std::move(done), std::move(inputs));
+  }
   for (size_t i = 0; i < live.size(); ++i) {
     live[i]->buffer_ = rt.Track(std::move(bufs[i]));
     live[i]->producer_.reset();

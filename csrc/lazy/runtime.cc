@@ -59,23 +59,27 @@ std::shared_ptr<pjrt::Buffer> Runtime::Track(std::unique_ptr<pjrt::Buffer> buf) 
   });
 }
 
-void Runtime::AddPending(std::unique_ptr<pjrt::Event> ev) {
+void Runtime::AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::shared_ptr<const void>> inputs) {
+  std::deque<Pending> finished;  // released outside the lock
   std::lock_guard<std::mutex> lock(pending_mu_);
-  pending_.push_back(std::move(ev));
-  // Drop finished events from the front so the list stays short.
-  while (pending_.size() > 16 && pending_.front()->IsReady()) pending_.pop_front();
+  pending_.push_back(Pending{std::move(ev), std::move(inputs)});
+  // Drop finished executions from the front, releasing their inputs.
+  while (pending_.size() > 1 && pending_.front().done->IsReady()) {
+    finished.push_back(std::move(pending_.front()));
+    pending_.pop_front();
+  }
 }
 
 void Runtime::Synchronize() {
-  std::deque<std::unique_ptr<pjrt::Event>> events;
+  std::deque<Pending> events;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     events.swap(pending_);
   }
   std::string first_error;
-  for (auto& ev : events) {
+  for (auto& p : events) {
     try {
-      ev->Await();
+      p.done->Await();
     } catch (const pjrt::Error& e) {
       if (first_error.empty()) first_error = e.what();
     }

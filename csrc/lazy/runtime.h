@@ -44,7 +44,10 @@ class Runtime {
   void reset_peak() { peak_bytes_.store(live_bytes_.load()); }
 
   // Remembers an execution's completion event; Synchronize waits for all.
-  void AddPending(std::unique_ptr<pjrt::Event> ev);
+  // `inputs` (the program's argument buffers) are kept alive until the event
+  // has fired: a buffer whose tensor is overwritten or freed meanwhile must
+  // not be released while the program may still read it.
+  void AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::shared_ptr<const void>> inputs = {});
   void Synchronize();
 
  private:
@@ -53,7 +56,11 @@ class Runtime {
   std::string platform_;
   std::atomic<int64_t> live_bytes_{0}, peak_bytes_{0};
   std::mutex pending_mu_;
-  std::deque<std::unique_ptr<pjrt::Event>> pending_;
+  struct Pending {
+    std::unique_ptr<pjrt::Event> done;
+    std::vector<std::shared_ptr<const void>> inputs;
+  };
+  std::deque<Pending> pending_;
 };
 
 }  // namespace tpu::lazy

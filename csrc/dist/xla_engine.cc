@@ -84,6 +84,10 @@ at::Tensor XlaEngine::Run(CollectiveSpec spec, const std::vector<int>& devices, 
   auto outs = exe->ExecuteOnDevices({args});
   TORCH_CHECK(outs.size() == 1 && outs[0].size() == 1, "tpu_dist ", name,
               ": expected one result on this process's device");
+  // The inputs stay alive until the program has run (see Runtime::AddPending).
+  std::vector<std::shared_ptr<const void>> inputs{op.node};
+  if (factor_node) inputs.push_back(factor_node);
+  lazy::Runtime::Get().AddPending(outs[0][0]->ReadyEvent(), std::move(inputs));
   auto node = std::make_shared<lazy::BufferNode>(
       prog.output, lazy::Runtime::Get().Track(std::move(outs[0][0])), std::string("tpu_dist ") + name);
   at::Tensor out = ops::EmptyTpu(prog.output.dims, flat.scalar_type());

@@ -36,6 +36,9 @@ VARIABLES = (
          "1: start in Debug Eager mode (EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)."),
     _Var("TORCH_TPU_MAX_PENDING_OPS", "2048", "experimental",
          "Fused Eager: ops recorded before a flush is forced."),
+    _Var("TORCH_TPU_OP_LINES", "1", "stable",
+         "Fused Eager records, for each op, the user's line that issued it, so that a batch "
+         "that fails later names it; '0' skips this (about a microsecond per op)."),
     _Var("TORCH_TPU_PLATFORM", "", "stable",
          "Restrict plugin discovery to 'tpu', 'cuda' or 'cpu' (default: the best found)."),
     _Var("TORCH_TPU_PLUGIN_PATH", "", "stable",

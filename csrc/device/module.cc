@@ -211,7 +211,11 @@ PYBIND11_MODULE(_C, m) {
   ops::RegisterCompiled(m);
   dist::RegisterDist(m);
   dist::RegisterDistHarness(m);
-  lazy::SetWhereHook(&device::PythonWhere);
+  {
+    // TORCH_TPU_OP_LINES=0: Fused Eager does not record the issuing line.
+    const char* lines = std::getenv("TORCH_TPU_OP_LINES");
+    lazy::SetWhereHook(lines != nullptr && std::string(lines) == "0" ? nullptr : &device::PythonWhere);
+  }
   m.def("_debug_failing_op", [](const at::Tensor& t) {
     static const lazy::Lowering op{"torch_tpu::_debug_failing_op", &device::FailingLowering};
     return ops::Run1(op, {}, {ops::OperandOf(t)}, ops::TypeOf(t.sizes(), t.scalar_type()));

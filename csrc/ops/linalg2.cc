@@ -63,6 +63,20 @@ c10::TensorOptions Tpu(at::ScalarType t) {
 Value I64(Builder& b, int64_t v, const ir::Dims& d) { return ir::Full(b, ir::ConstantI(b, v, DType::S64), d); }
 Value And(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.and", x, y); }
 
+// The Jacobi rotation (c, s) that zeroes the off-diagonal entry of the
+// symmetric 2x2 [[app, apq], [apq, aqq]] (the smaller-angle solution); the
+// identity where `skip`. Shared by the one-sided SVD and eigh.
+std::pair<Value, Value> JacobiRotation(Builder& b, Value app, Value aqq, Value apq, Value skip) {
+  Value g2 = ir::Select(b, skip, C(b, 1, apq), apq);
+  Value zeta = Div(b, Sub(b, aqq, app), Add(b, g2, g2));
+  Value sgn = ir::Select(b, ir::Compare(b, zeta, C(b, 0, zeta), ir::Cmp::LT), C(b, -1, zeta), C(b, 1, zeta));
+  Value t = Div(b, sgn, Add(b, ir::Unary(b, "stablehlo.abs", zeta),
+                            ir::Unary(b, "stablehlo.sqrt", Add(b, C(b, 1, zeta), Mul(b, zeta, zeta)))));
+  Value c = ir::Unary(b, "stablehlo.rsqrt", Add(b, C(b, 1, t), Mul(b, t, t)));
+  Value s = Mul(b, c, t);
+  return {ir::Select(b, skip, C(b, 1, c), c), ir::Select(b, skip, C(b, 0, s), s)};
+}
+
 // in = (A (B, m, n)); out = (LU, pivots (B, k) s32 1-based, info (B) s32).
 VS LowerLu(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
   const ir::Dims d = out[0].dims;
@@ -233,16 +247,8 @@ VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
                                ir::Cmp::LE);
       tiny = ir::Binary(bb, "stablehlo.or", tiny,
                         ir::Compare(bb, gamma, C(bb, 0, gamma), ir::Cmp::EQ));
-      Value g2 = ir::Select(bb, tiny, C(bb, 1, gamma), gamma);
-      Value zeta = Div(bb, Sub(bb, beta, alpha), Add(bb, g2, g2));
-      Value sgn = ir::Select(bb, ir::Compare(bb, zeta, C(bb, 0, zeta), ir::Cmp::LT), C(bb, -1, zeta),
-                             C(bb, 1, zeta));
-      Value t = Div(bb, sgn, Add(bb, ir::Unary(bb, "stablehlo.abs", zeta),
-                                 ir::Unary(bb, "stablehlo.sqrt", Add(bb, C(bb, 1, zeta), Mul(bb, zeta, zeta)))));
-      Value c = ir::Unary(bb, "stablehlo.rsqrt", Add(bb, C(bb, 1, t), Mul(bb, t, t)));
-      Value s = Mul(bb, c, t);
-      c = ir::Select(bb, tiny, C(bb, 1, c), c);
-      s = ir::Select(bb, tiny, C(bb, 0, s), s);
+      std::pair<Value, Value> cs = JacobiRotation(bb, alpha, beta, gamma, tiny);
+      Value c = cs.first, s = cs.second;
       auto rotate = [&](Value X) {
         const ir::Dims xd = bb.type(X).dims;
         Value xp = ir::BroadcastInDim(bb, column(X, p), xd, {0, 1});
@@ -309,16 +315,8 @@ VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {k}, {1}), {});
       Value app = entry(bb, v[0], p, p), aqq = entry(bb, v[0], q, q), apq = entry(bb, v[0], p, q);
       Value tiny = ir::Compare(bb, apq, C(bb, 0, apq), ir::Cmp::EQ);
-      Value g2 = ir::Select(bb, tiny, C(bb, 1, apq), apq);
-      Value zeta = Div(bb, Sub(bb, aqq, app), Add(bb, g2, g2));
-      Value sgn = ir::Select(bb, ir::Compare(bb, zeta, C(bb, 0, zeta), ir::Cmp::LT), C(bb, -1, zeta),
-                             C(bb, 1, zeta));
-      Value t = Div(bb, sgn, Add(bb, ir::Unary(bb, "stablehlo.abs", zeta),
-                                 ir::Unary(bb, "stablehlo.sqrt", Add(bb, C(bb, 1, zeta), Mul(bb, zeta, zeta)))));
-      Value c = ir::Unary(bb, "stablehlo.rsqrt", Add(bb, C(bb, 1, t), Mul(bb, t, t)));
-      Value s = Mul(bb, c, t);
-      c = ir::Select(bb, tiny, C(bb, 1, c), c);
-      s = ir::Select(bb, tiny, C(bb, 0, s), s);
+      std::pair<Value, Value> cs = JacobiRotation(bb, app, aqq, apq, tiny);
+      Value c = cs.first, s = cs.second;
       // columns p, q of X rotated: X J
       auto rot_cols = [&](Value X) {
         auto column = [&](Value cidx) {

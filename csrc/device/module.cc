@@ -15,6 +15,8 @@
 
 #include <frameobject.h>
 #include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 #include "ops/precision.h"
 
 namespace py = pybind11;
@@ -41,33 +43,75 @@ void FlushAtEndOfBackward() {
       [] { lazy::Executor::Get().Flush(); });
 }
 
-// The innermost Python frame outside torch and torch_tpu, as "file:line";
-// empty on threads that run no Python (autograd's device threads). PyTorch
-// releases the GIL around its ops, so it is taken back for the walk.
-std::string PythonWhere() {
-#if PY_VERSION_HEX >= 0x030D0000
-  if (!Py_IsInitialized() || Py_IsFinalizing()) return {};
-#else
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) return {};
-#endif
-  if (PyGILState_GetThisThreadState() == nullptr) return {};
-  PyGILState_STATE gil = PyGILState_Ensure();
-  std::string out;
-  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
-  Py_XINCREF(frame);
-  for (int depth = 0; frame != nullptr && depth < 32; ++depth) {
-    PyCodeObject* code = PyFrame_GetCode(frame);
-    const char* file = PyUnicode_AsUTF8(code->co_filename);
-    const bool internal = file == nullptr || std::strstr(file, "/torch/") || std::strstr(file, "/torch_tpu/") ||
-                          std::strstr(file, "/functorch/");
-    if (!internal) out = std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(frame));
-    Py_DECREF(code);
-    if (!internal) break;
-    PyFrameObject* back = PyFrame_GetBack(frame);
-    Py_DECREF(frame);
-    frame = back;
+// The innermost Python frame outside torch and torch_tpu, as an interned
+// "file:line"; null on threads that run no Python (autograd's device
+// threads). PyTorch releases the GIL around its ops, so it is taken back for
+// the walk; the GIL also guards the cache. Each code object's file and
+// whether it is internal, and the text of each (code object, instruction)
+// position, are cached, so a line seen before costs two hash lookups and no
+// allocation. Cached code objects are kept alive (their addresses are the
+// keys); past kMaxCodes distinct ones, new lines are not recorded.
+struct CodeInfo {
+  bool internal;
+  std::string file;
+};
+struct PositionHash {
+  size_t operator()(const std::pair<PyCodeObject*, int>& p) const {
+    return std::hash<const void*>()(p.first) * 31 + static_cast<size_t>(p.second);
   }
-  Py_XDECREF(frame);
+};
+struct WhereCache {
+  static constexpr size_t kMaxCodes = 1 << 16;
+  std::unordered_map<PyCodeObject*, CodeInfo> codes;
+  std::unordered_map<std::pair<PyCodeObject*, int>, const std::string*, PositionHash> positions;
+  std::unordered_set<std::string> texts;  // node-based: element addresses are stable
+};
+
+const std::string* WhereIn(WhereCache& cache, PyFrameObject* frame) {
+  for (int depth = 0; frame != nullptr && depth < 32; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    auto it = cache.codes.find(code);
+    if (it == cache.codes.end()) {
+      if (cache.codes.size() >= WhereCache::kMaxCodes) {
+        Py_DECREF(code);
+        return nullptr;
+      }
+      const char* file = PyUnicode_AsUTF8(code->co_filename);
+      const bool internal = file == nullptr || std::strstr(file, "/torch/") ||
+                            std::strstr(file, "/torch_tpu/") || std::strstr(file, "/functorch/");
+      it = cache.codes.emplace(code, CodeInfo{internal, file ? file : ""}).first;
+      Py_INCREF(code);  // the cache's reference
+    }
+    Py_DECREF(code);
+    if (!it->second.internal) {
+#if PY_VERSION_HEX >= 0x030B0000
+      const std::pair<PyCodeObject*, int> pos{code, PyFrame_GetLasti(frame)};
+#else
+      const std::pair<PyCodeObject*, int> pos{code, PyFrame_GetLineNumber(frame)};
+#endif
+      auto at = cache.positions.find(pos);
+      if (at == cache.positions.end()) {
+        std::string text = it->second.file + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+        at = cache.positions.emplace(pos, &*cache.texts.insert(std::move(text)).first).first;
+      }
+      return at->second;
+    }
+    frame = PyFrame_GetBack(frame);  // new reference
+    Py_XDECREF(frame);  // still referenced by the frame we came from
+  }
+  return nullptr;
+}
+
+const std::string* PythonWhere() {
+#if PY_VERSION_HEX >= 0x030D0000
+  if (!Py_IsInitialized() || Py_IsFinalizing()) return nullptr;
+#else
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return nullptr;
+#endif
+  if (PyGILState_GetThisThreadState() == nullptr) return nullptr;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  static WhereCache* cache = new WhereCache;  // lives to the end of the process
+  const std::string* out = WhereIn(*cache, PyEval_GetFrame());
   if (PyErr_Occurred()) PyErr_Clear();
   PyGILState_Release(gil);
   return out;

@@ -75,7 +75,7 @@ struct PendingOp {
     std::weak_ptr<BufferNode> result;
   };
   std::vector<Out> outs;
-  std::string where;  // the user's line that issued the op ("" if unknown)
+  const std::string* where = nullptr;  // the user's line that issued the op (interned)
 };
 
 namespace {
@@ -88,7 +88,7 @@ std::string Issued(const std::vector<std::shared_ptr<PendingOp>>& batch) {
   int shown = 0;
   std::string last;
   for (const auto& p : batch) {
-    std::string one = std::string(p->op.name) + (p->where.empty() ? "" : " at " + p->where);
+    std::string one = std::string(p->op.name) + (p->where ? " at " + *p->where : "");
     if (one == last) continue;
     last = one;
     if (shown == 6) {
@@ -210,41 +210,41 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
   return entry->exe;
 }
 
-std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
-                                   const std::vector<Operand>& inputs,
-                                   const std::vector<OutputTarget>& outputs) {
+std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<Operand> inputs,
+                                   std::vector<OutputTarget> outputs) {
   // Fused Eager reports failures later than the op returns: remember the
   // user's line (before taking the lock: the hook takes the GIL).
-  std::string where;
+  const std::string* where = nullptr;
   if (g_where != nullptr && CurrentMode() == EagerMode::kDeferAndFuse && !capturing_) where = g_where();
   std::lock_guard<std::recursive_mutex> lock(exec_mu_);
   auto rec = std::make_shared<PendingOp>();
   rec->op = op;
-  rec->where = std::move(where);
-  rec->attrs = attrs;
-  rec->inputs = inputs;
+  rec->where = where;
+  rec->attrs = std::move(attrs);
+  rec->inputs = std::move(inputs);
+  rec->outs.reserve(outputs.size());
   std::vector<NodePtr> results;
+  results.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const OutputTarget& o = outputs[i];
+    OutputTarget& o = outputs[i];
     PendingOp::Out out;
-    out.type = o.type;
     ir::TensorType node_type = o.type;
+    out.type = std::move(o.type);
     if (o.slot) {
-      out.view = o.view;
-      out.storage_numel = static_cast<int64_t>(o.slot->nbytes / ItemSize(o.view.dtype));
-      if (CoversWhole(o.view, out.storage_numel)) {
+      out.view = std::move(o.view);
+      out.storage_numel = static_cast<int64_t>(o.slot->nbytes / ItemSize(out.view.dtype));
+      if (CoversWhole(out.view, out.storage_numel)) {
         out.store = Store::kWhole;
-        node_type = {o.view.dtype, o.view.sizes};
+        node_type = {out.view.dtype, out.view.sizes};
       } else {
         out.store = Store::kPartial;
         out.base = o.slot->node;
         // The storage keeps its node's dims, so later keys do not change.
         node_type = out.base ? out.base->type()
-                             : ir::TensorType{o.view.dtype, {out.storage_numel}};
+                             : ir::TensorType{out.view.dtype, {out.storage_numel}};
       }
     }
-    NodePtr node(new BufferNode(node_type, nullptr,
-                                rec->where.empty() ? op.name : std::string(op.name) + " at " + rec->where));
+    auto node = std::make_shared<BufferNode>(std::move(node_type), nullptr, op.name, where);
     node->producer_ = rec;
     node->producer_output_ = static_cast<int>(i);
     out.result = node;
@@ -252,23 +252,26 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, const Attrs& attrs,
     if (o.slot) o.slot->node = node;
     results.push_back(std::move(node));
   }
+  const EagerMode mode = CurrentMode();
+  uint64_t sig = 0;
+  if (mode == EagerMode::kDeferAndFuse && !capturing_) {
+    // The op's structure (not its data): name, attrs, input views.
+    sig = reinterpret_cast<uintptr_t>(op.name) * 1099511628211ULL;
+    auto mix = [&sig](int64_t v) { sig = (sig ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };
+    for (int64_t v : rec->attrs.ints) mix(v);
+    for (const Operand& in : rec->inputs) {
+      for (int64_t d : in.view.sizes) mix(d);
+      mix(static_cast<int64_t>(in.view.dtype));
+    }
+  }
   rec->index = static_cast<int>(pending_.size());
   pending_.push_back(std::move(rec));
-  const EagerMode mode = CurrentMode();
   if (capturing_) {
     // The whole captured graph becomes one program.
   } else if (mode != EagerMode::kDeferAndFuse) {
     FlushLocked();
   } else {
     if (fused_hook_) fused_hook_();
-    // The op's structure (not its data): name, attrs, input views.
-    uint64_t sig = reinterpret_cast<uintptr_t>(op.name) * 1099511628211ULL;
-    auto mix = [&sig](int64_t v) { sig = (sig ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };
-    for (int64_t v : attrs.ints) mix(v);
-    for (const Operand& in : inputs) {
-      for (int64_t d : in.view.sizes) mix(d);
-      mix(static_cast<int64_t>(in.view.dtype));
-    }
     if (ShouldCut(sig)) FlushLocked();
   }
   if (mode == EagerMode::kDeferNeverLaunchBlocking && !capturing_) {
@@ -394,6 +397,7 @@ void Executor::FlushLocked(Captured* capture) {
   if (pending_.empty()) return;
   std::vector<std::shared_ptr<PendingOp>> batch;
   batch.swap(pending_);
+  pending_.reserve(std::min(batch.size(), max_pending_));  // the next batch is likely as long
 
   // A reference to a value: a parameter, or output `out` of record `rec`.
   struct Ref {
@@ -401,6 +405,7 @@ void Executor::FlushLocked(Captured* capture) {
   };
   std::vector<const BufferNode*> params;
   std::vector<NodePtr> param_nodes;
+  std::unordered_map<const BufferNode*, int> param_index;
   std::string failure;
   auto ref_of = [&](const NodePtr& n) {
     Ref ref;
@@ -413,11 +418,23 @@ void Executor::FlushLocked(Captured* capture) {
       return ref;
     }
     if (n->failed() && failure.empty()) failure = n->error();
-    for (size_t i = 0; i < params.size(); ++i)
-      if (params[i] == n.get()) {
-        ref.param = static_cast<int>(i);
+    // A short scan while there are few parameters, then a map.
+    if (params.size() <= 16) {
+      for (size_t i = 0; i < params.size(); ++i)
+        if (params[i] == n.get()) {
+          ref.param = static_cast<int>(i);
+          return ref;
+        }
+      if (params.size() == 16)
+        for (size_t i = 0; i < params.size(); ++i) param_index.emplace(params[i], static_cast<int>(i));
+    } else {
+      auto it = param_index.find(n.get());
+      if (it != param_index.end()) {
+        ref.param = it->second;
         return ref;
       }
+    }
+    if (params.size() >= 16) param_index.emplace(n.get(), static_cast<int>(params.size()));
     params.push_back(n.get());
     param_nodes.push_back(n);
     ref.param = static_cast<int>(params.size()) - 1;
@@ -428,12 +445,19 @@ void Executor::FlushLocked(Captured* capture) {
     if (r.param >= 0) return params[r.param]->type();
     return batch[r.rec]->outs[r.out].result.lock()->type();
   };
-  std::vector<std::vector<Ref>> in_refs(batch.size());
-  std::vector<std::vector<Ref>> base_refs(batch.size());
+  // Per input and per output of every op, flat: op r's start at in_at[r]
+  // and out_at[r].
+  std::vector<size_t> in_at(batch.size() + 1, 0), out_at(batch.size() + 1, 0);
   for (size_t r = 0; r < batch.size(); ++r) {
-    for (const Operand& in : batch[r]->inputs) in_refs[r].push_back(ref_of(in.node));
-    for (const auto& o : batch[r]->outs)
-      base_refs[r].push_back(o.base ? ref_of(o.base) : Ref{});
+    in_at[r + 1] = in_at[r] + batch[r]->inputs.size();
+    out_at[r + 1] = out_at[r] + batch[r]->outs.size();
+  }
+  std::vector<Ref> in_refs(in_at.back()), base_refs(out_at.back());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    for (size_t i = 0; i < batch[r]->inputs.size(); ++i)
+      in_refs[in_at[r] + i] = ref_of(batch[r]->inputs[i].node);
+    for (size_t o = 0; o < batch[r]->outs.size(); ++o)
+      if (batch[r]->outs[o].base) base_refs[out_at[r] + o] = ref_of(batch[r]->outs[o].base);
   }
   // Results that someone outside this batch still holds are the outputs.
   std::vector<NodePtr> live;
@@ -468,24 +492,25 @@ void Executor::FlushLocked(Captured* capture) {
 
   // Offsets of contiguous runs as run-time operands (see HasDynamicOffset).
   std::vector<int64_t> offsets;
-  std::vector<std::vector<int>> in_offset(batch.size()), out_offset(batch.size());
+  std::vector<int> in_offset(in_at.back(), -1), out_offset(out_at.back(), -1);
   for (size_t r = 0; r < batch.size(); ++r) {
     for (size_t i = 0; i < batch[r]->inputs.size(); ++i) {
-      const bool dyn = HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[r][i]));
-      in_offset[r].push_back(dyn ? static_cast<int>(offsets.size()) : -1);
+      const bool dyn = HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[in_at[r] + i]));
+      if (dyn) in_offset[in_at[r] + i] = static_cast<int>(offsets.size());
       if (dyn) offsets.push_back(batch[r]->inputs[i].view.offset);
     }
     for (size_t o = 0; o < batch[r]->outs.size(); ++o) {
       const auto& out = batch[r]->outs[o];
       const bool dyn = out.store == Store::kPartial && out.base &&
-                       HasDynamicOffset(out.view, type_of(base_refs[r][o]));
-      out_offset[r].push_back(dyn ? static_cast<int>(offsets.size()) : -1);
+                       HasDynamicOffset(out.view, type_of(base_refs[out_at[r] + o]));
+      if (dyn) out_offset[out_at[r] + o] = static_cast<int>(offsets.size());
       if (dyn) offsets.push_back(out.view.offset);
     }
   }
 
   // The key: everything that shapes the program.
   KeyWriter k;
+  k.str().reserve(64 + 32 * params.size() + 160 * batch.size());
   k.Int(static_cast<int64_t>(batch.size()));
   for (const BufferNode* p : params) k.Type(p->type());
   auto key_ref = [&](const Ref& ref) {
@@ -502,17 +527,17 @@ void Executor::FlushLocked(Captured* capture) {
     k.Str(p.attrs.str);
     k.Int(static_cast<int64_t>(p.inputs.size()));
     for (size_t i = 0; i < p.inputs.size(); ++i) {
-      key_ref(in_refs[r][i]);
-      WriteView(k, p.inputs[i].view, in_offset[r][i] >= 0);
+      key_ref(in_refs[in_at[r] + i]);
+      WriteView(k, p.inputs[i].view, in_offset[in_at[r] + i] >= 0);
     }
     k.Int(static_cast<int64_t>(p.outs.size()));
     for (size_t o = 0; o < p.outs.size(); ++o) {
       const auto& out = p.outs[o];
       k.Type(out.type);
       k.Int(static_cast<int64_t>(out.store));
-      if (out.store != Store::kFresh) WriteView(k, out.view, out_offset[r][o] >= 0);
+      if (out.store != Store::kFresh) WriteView(k, out.view, out_offset[out_at[r] + o] >= 0);
       if (out.store == Store::kPartial) {
-        key_ref(base_refs[r][o]);
+        key_ref(base_refs[out_at[r] + o]);
         k.Int(out.storage_numel);
       }
     }
@@ -561,9 +586,9 @@ void Executor::FlushLocked(Captured* capture) {
       const PendingOp& p = *batch[r];
       std::vector<ir::Value> ins;
       for (size_t i = 0; i < p.inputs.size(); ++i) {
-        ir::Value base = value_of(in_refs[r][i]);
-        ins.push_back(in_offset[r][i] >= 0
-                          ? ReadViewAt(b, base, p.inputs[i].view, offset_vals[in_offset[r][i]])
+        ir::Value base = value_of(in_refs[in_at[r] + i]);
+        ins.push_back(in_offset[in_at[r] + i] >= 0
+                          ? ReadViewAt(b, base, p.inputs[i].view, offset_vals[in_offset[in_at[r] + i]])
                           : ReadView(b, base, p.inputs[i].view));
       }
       std::vector<ir::TensorType> out_types;
@@ -581,11 +606,11 @@ void Executor::FlushLocked(Captured* capture) {
         if (out.store != Store::kFresh)
           v = ir::Reshape(b, ir::Convert(b, v, out.view.dtype), out.view.sizes);
         if (out.store == Store::kPartial) {
-          ir::Value base = out.base ? value_of(base_refs[r][o])
+          ir::Value base = out.base ? value_of(base_refs[out_at[r] + o])
                                     : ir::Full(b, ir::ConstantI(b, 0, out.view.dtype),
                                                {out.storage_numel});
-          v = out_offset[r][o] >= 0
-                  ? WriteViewAt(b, base, out.view, v, offset_vals[out_offset[r][o]])
+          v = out_offset[out_at[r] + o] >= 0
+                  ? WriteViewAt(b, base, out.view, v, offset_vals[out_offset[out_at[r] + o]])
                   : lazy::WriteView(b, base, out.view, v);
           v = ir::Reshape(b, v, b.type(base).dims);
         }

@@ -76,9 +76,8 @@ class Executor {
 
   // Records one op and, depending on the mode, runs it. Returns one node
   // per output; outputs with a slot have also been stored into it.
-  std::vector<NodePtr> Run(const Lowering& op, const Attrs& attrs,
-                           const std::vector<Operand>& inputs,
-                           const std::vector<OutputTarget>& outputs);
+  std::vector<NodePtr> Run(const Lowering& op, Attrs attrs, std::vector<Operand> inputs,
+                           std::vector<OutputTarget> outputs);
   // Launches everything recorded so far as one program.
   void Flush();
   // Makes `node` ready (flushing if it is deferred); raises its error.

@@ -33,6 +33,11 @@ class BufferNode {
  public:
   BufferNode(ir::TensorType type, std::shared_ptr<pjrt::Buffer> buffer, std::string origin)
       : type_(std::move(type)), buffer_(std::move(buffer)), origin_(std::move(origin)) {}
+  // A node made by a recorded op: `op` is the lowering's (static) name,
+  // `where` the interned line that issued it, or null.
+  BufferNode(ir::TensorType type, std::shared_ptr<pjrt::Buffer> buffer, const char* op,
+             const std::string* where)
+      : type_(std::move(type)), buffer_(std::move(buffer)), op_(op), where_(where) {}
   static std::shared_ptr<BufferNode> Failed(ir::TensorType type, std::string error);
 
   const ir::TensorType& type() const { return type_; }
@@ -43,7 +48,10 @@ class BufferNode {
   // (Executor::Materialize makes a deferred node ready first.)
   const std::shared_ptr<pjrt::Buffer>& buffer() const;
   // The op that produced this node, and the user's line where known.
-  const std::string& origin() const { return origin_; }
+  std::string origin() const {
+    if (op_ == nullptr) return origin_;
+    return where_ ? std::string(op_) + " at " + *where_ : std::string(op_);
+  }
   size_t nbytes() const;
 
  private:
@@ -53,6 +61,8 @@ class BufferNode {
   ir::TensorType type_;
   std::shared_ptr<pjrt::Buffer> buffer_;
   std::string origin_;
+  const char* op_ = nullptr;
+  const std::string* where_ = nullptr;
   std::string error_;
   std::shared_ptr<PendingOp> producer_;  // while deferred
   int producer_output_ = 0;

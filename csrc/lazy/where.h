@@ -1,15 +1,16 @@
 // Where the user issued an op: set by the extension module to a function
 // that returns "file.py:123" for the innermost Python frame outside torch
-// and torch_tpu (empty when the calling thread runs no Python), so that an
+// and torch_tpu (null when the calling thread runs no Python), so that an
 // error raised later, when a deferred batch compiles or runs, can name the
-// line that issued the op.
+// line that issued the op. The strings are interned: a pointer stays valid
+// for the life of the process, so recording one costs no allocation.
 #pragma once
 
 #include <string>
 
 namespace tpu::lazy {
 
-using WhereFn = std::string (*)();
+using WhereFn = const std::string* (*)();
 void SetWhereHook(WhereFn fn);
 
 }  // namespace tpu::lazy

@@ -136,14 +136,14 @@ Tensor Act(const lazy::Lowering& op, const char* name, const Tensor& x, std::vec
            const Tensor* dst, bool int_to_float = false) {
   const auto rt = FloatResult(name, x, int_to_float);
   const lazy::Attrs attrs{{IrCode(OpMathType(rt))}, std::move(params), {}};
-  if (!dst) return Run1(op, attrs, {OperandOf(x)}, TypeOf(x.sizes(), rt));
+  if (!dst) return Run1(op, attrs, Operands(OperandOf(x)), TypeOf(x.sizes(), rt));
   if (dst->is_same(x)) {
     TORCH_CHECK(rt == x.scalar_type(), name, ": result type ", rt,
                 " can't be cast to the desired output type ", x.scalar_type());
   } else {
     PrepareOut(name, *dst, x.sizes(), rt);
   }
-  RunInto(op, attrs, {OperandOf(x)}, {TypeOf(x.sizes(), rt)}, {*dst});
+  RunInto(op, attrs, Operands(OperandOf(x)), {TypeOf(x.sizes(), rt)}, {*dst});
   return *dst;
 }
 

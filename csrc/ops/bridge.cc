@@ -147,13 +147,14 @@ at::Tensor EmptyStridedTpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::S
       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
 }
 
-std::vector<at::Tensor> Run(const lazy::Lowering& op, const lazy::Attrs& attrs,
-                            const std::vector<lazy::Operand>& inputs,
+std::vector<at::Tensor> Run(const lazy::Lowering& op, lazy::Attrs attrs,
+                            std::vector<lazy::Operand> inputs,
                             const std::vector<ir::TensorType>& out_types) {
   std::vector<lazy::OutputTarget> targets;
   targets.reserve(out_types.size());
   for (const auto& t : out_types) targets.push_back(lazy::OutputTarget{t, nullptr, {}});
-  std::vector<lazy::NodePtr> nodes = lazy::Executor::Get().Run(op, attrs, inputs, targets);
+  std::vector<lazy::NodePtr> nodes =
+      lazy::Executor::Get().Run(op, std::move(attrs), std::move(inputs), std::move(targets));
   std::vector<at::Tensor> out;
   out.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -164,13 +165,19 @@ std::vector<at::Tensor> Run(const lazy::Lowering& op, const lazy::Attrs& attrs,
   return out;
 }
 
-at::Tensor Run1(const lazy::Lowering& op, const lazy::Attrs& attrs,
-                const std::vector<lazy::Operand>& inputs, const ir::TensorType& out_type) {
-  return Run(op, attrs, inputs, {out_type})[0];
+at::Tensor Run1(const lazy::Lowering& op, lazy::Attrs attrs,
+                std::vector<lazy::Operand> inputs, const ir::TensorType& out_type) {
+  std::vector<lazy::OutputTarget> targets(1);
+  targets[0].type = out_type;
+  lazy::NodePtr node =
+      lazy::Executor::Get().Run(op, std::move(attrs), std::move(inputs), std::move(targets))[0];
+  at::Tensor t = EmptyTpu(out_type.dims, ToAten(out_type.dtype));
+  if (lazy::StorageSlot* slot = SlotOf(t)) slot->node = std::move(node);
+  return t;
 }
 
-void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
-             const std::vector<lazy::Operand>& inputs,
+void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,
+             std::vector<lazy::Operand> inputs,
              const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts,
              bool allow_overlap) {
   bool any = false;
@@ -189,7 +196,7 @@ void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
                             ToIr(d.scalar_type())};
     targets.push_back(std::move(t));
   }
-  lazy::Executor::Get().Run(op, attrs, inputs, targets);
+  lazy::Executor::Get().Run(op, std::move(attrs), std::move(inputs), std::move(targets));
 }
 
 void PrepareOut(const char* op, const at::Tensor& out, at::IntArrayRef sizes,

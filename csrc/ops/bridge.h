@@ -36,16 +36,26 @@ at::Tensor EmptyStridedTpu(at::IntArrayRef sizes, at::IntArrayRef strides, at::S
 
 ir::TensorType TypeOf(at::IntArrayRef sizes, at::ScalarType dtype);
 
+// An op's operands, moved into the vector (a braced list copies each one,
+// with its view's sizes and strides).
+template <class... T>
+std::vector<lazy::Operand> Operands(T&&... in) {
+  std::vector<lazy::Operand> v;
+  v.reserve(sizeof...(in));
+  (v.push_back(std::forward<T>(in)), ...);
+  return v;
+}
+
 // Runs `op` and returns its results as new contiguous tpu tensors.
-std::vector<at::Tensor> Run(const lazy::Lowering& op, const lazy::Attrs& attrs,
-                            const std::vector<lazy::Operand>& inputs,
+std::vector<at::Tensor> Run(const lazy::Lowering& op, lazy::Attrs attrs,
+                            std::vector<lazy::Operand> inputs,
                             const std::vector<ir::TensorType>& out_types);
-at::Tensor Run1(const lazy::Lowering& op, const lazy::Attrs& attrs,
-                const std::vector<lazy::Operand>& inputs, const ir::TensorType& out_type);
+at::Tensor Run1(const lazy::Lowering& op, lazy::Attrs attrs,
+                std::vector<lazy::Operand> inputs, const ir::TensorType& out_type);
 // Runs `op` and writes its results into existing tpu tensors (in-place and
 // out= variants); each value is converted to its destination's dtype.
-void RunInto(const lazy::Lowering& op, const lazy::Attrs& attrs,
-             const std::vector<lazy::Operand>& inputs,
+void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,
+             std::vector<lazy::Operand> inputs,
              const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts,
              bool allow_overlap = false);
 

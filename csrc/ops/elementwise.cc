@@ -307,7 +307,7 @@ TPU_BINARY(kGe, "aten::ge", Ge, kCompare)
 
 std::vector<lazy::Operand> BinaryInputs(const Tensor& a, const Tensor& b, const ElementwiseMeta& m,
                                         const c10::Scalar* alpha) {
-  std::vector<lazy::Operand> in{OperandOf(a), OperandOf(b)};
+  std::vector<lazy::Operand> in = Operands(OperandOf(a), OperandOf(b));
   if (alpha && !(alpha->isIntegral(true) && alpha->toLong() == 1) &&
       !(alpha->isFloatingPoint() && alpha->toDouble() == 1.0)) {
     in.push_back(ScalarOperand(*alpha, m.compute));
@@ -584,12 +584,12 @@ ElementwiseMeta WhereMeta(const Tensor& c, const Tensor& a, const Tensor& b) {
 
 Tensor where_self(const Tensor& c, const Tensor& a, const Tensor& b) {
   ElementwiseMeta m = WhereMeta(c, a, b);
-  return Run1(kWhere, {}, {OperandOf(c), OperandOf(a), OperandOf(b)}, TypeOf(m.sizes, m.result));
+  return Run1(kWhere, {}, Operands(OperandOf(c), OperandOf(a), OperandOf(b)), TypeOf(m.sizes, m.result));
 }
 Tensor& where_self_out(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) {
   ElementwiseMeta m = WhereMeta(c, a, b);
   PrepareOut("where", out, m.sizes, m.result);
-  RunInto(kWhere, {}, {OperandOf(c), OperandOf(a), OperandOf(b)}, {TypeOf(m.sizes, m.result)},
+  RunInto(kWhere, {}, Operands(OperandOf(c), OperandOf(a), OperandOf(b)), {TypeOf(m.sizes, m.result)},
           {out});
   return out;
 }

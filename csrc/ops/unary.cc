@@ -295,18 +295,18 @@ lazy::Attrs Compute(const ElementwiseMeta& m) {
 
 Tensor Unary(const UnaryOp& op, const Tensor& self) {
   ElementwiseMeta m = UnaryMeta(op, self);
-  return Run1(op.lowering, Compute(m), {OperandOf(self)}, TypeOf(m.sizes, m.result));
+  return Run1(op.lowering, Compute(m), Operands(OperandOf(self)), TypeOf(m.sizes, m.result));
 }
 Tensor& UnaryInplace(const UnaryOp& op, Tensor& self) {
   ElementwiseMeta m = UnaryMeta(op, self);
   CheckInplace(op.lowering.name, self, m);
-  RunInto(op.lowering, Compute(m), {OperandOf(self)}, {TypeOf(m.sizes, m.result)}, {self});
+  RunInto(op.lowering, Compute(m), Operands(OperandOf(self)), {TypeOf(m.sizes, m.result)}, {self});
   return self;
 }
 Tensor& UnaryOut(const UnaryOp& op, const Tensor& self, Tensor& out) {
   ElementwiseMeta m = UnaryMeta(op, self);
   PrepareOut(op.lowering.name, out, m.sizes, m.result);
-  RunInto(op.lowering, Compute(m), {OperandOf(self)}, {TypeOf(m.sizes, m.result)}, {out});
+  RunInto(op.lowering, Compute(m), Operands(OperandOf(self)), {TypeOf(m.sizes, m.result)}, {out});
   return out;
 }
 

@@ -35,6 +35,17 @@ What is checked
   with requires_grad=True) also computes the gradient of the sum of its
   floating outputs (after the sample's ``output_process_fn_grad``) w.r.t. its
   floating tensor inputs, on both devices, compared at the float32 tolerance.
+* ties: sort/argsort (unless stable=True), topk, mode, kthvalue, median and
+  nanmedian may break ties differently from CPU (PyTorch leaves the order of
+  equal elements, or which index of a repeated value is returned,
+  unspecified): an index output passes if it selects the same input values as
+  CPU's indices.
+* low precision: a bfloat16 result that misses the tolerance still passes if
+  it is at least as close (5% slack) as CPU's result to the op computed in
+  float64 on the same inputs -- the rule PyTorch's own test_ops.py applies
+  when comparing two low-precision implementations. CPU rounds some
+  intermediates to bfloat16 (addbmm per batch, div's quotient before
+  truncation); XLA keeps them in float32.
 * random ops (dropout, bernoulli, normal, rand*, empty*, ...) are compared by
   shape and dtype only: their values are not expected to agree across devices.
 * a sample on which the CPU reference itself raises is skipped.
@@ -250,6 +261,84 @@ def compare(actual, expected, dtype, random_values=False):
                                check_device=False, check_layout=False, check_stride=False)
 
 
+# Ops whose index outputs may break ties differently from CPU: PyTorch leaves
+# the order of equal elements unspecified (sort/argsort unless stable=True,
+# topk) or which index of a repeated value is returned (mode, kthvalue,
+# median with dim). For these, an index output passes if it selects the same
+# values from the input as CPU's indices do. name -> position of `dim` and
+# of `keepdim` in sample.args (None: no such argument).
+_TIE_INDEX_OPS = {"sort": (0, None), "argsort": (0, None), "topk": (1, None),
+                  "mode": (0, 1), "kthvalue": (1, 2), "median": (0, 1), "nanmedian": (0, 1)}
+
+
+def _arg(sample, name, pos, default):
+    if name in sample.kwargs:
+        return sample.kwargs[name]
+    if pos is not None and len(sample.args) > pos:
+        return sample.args[pos]
+    return default
+
+
+def ties_equivalent(op, sample, actual, expected, dtype):
+    """True if actual differs from expected only in how index outputs break
+    ties (see _TIE_INDEX_OPS); raises AssertionError if the values differ."""
+    spec = _TIE_INDEX_OPS.get(op.name)
+    x = sample.input
+    if spec is None or _arg(sample, "stable", None, False) or not isinstance(x, torch.Tensor):
+        return False
+    if x.dim() == 0:
+        return False
+    dim = _arg(sample, "dim", spec[0], -1)
+    keepdim = op.name in ("sort", "argsort", "topk") or bool(_arg(sample, "keepdim", spec[1], False))
+    a_leaves, e_leaves = pytree.tree_leaves(actual), pytree.tree_leaves(expected)
+    if not isinstance(dim, int) or len(a_leaves) != len(e_leaves):
+        return False
+    for a, e in zip(a_leaves, e_leaves):
+        if isinstance(e, torch.Tensor) and e.dtype == torch.int64:
+            pick = lambda i: x.gather(dim, i if keepdim else i.unsqueeze(dim))  # noqa: E731
+            compare(pick(a), pick(e), dtype)
+        else:
+            compare(a, e, dtype)
+    return True
+
+
+def _distance(result, precise):
+    """Sum of |result - precise| over the floating outputs (inf where only one is NaN)."""
+    total = 0.0
+    for r, p in zip(pytree.tree_leaves(result), pytree.tree_leaves(precise)):
+        if not isinstance(r, torch.Tensor) or not r.is_floating_point():
+            continue
+        r, p = r.double(), p.double()
+        d = (r - p).abs()
+        d = torch.where(r.isnan() & p.isnan(), 0.0, d)
+        d = torch.where(r.isnan() ^ p.isnan(), float("inf"), d)
+        d = torch.where((r == p), 0.0, d)  # equal infinities
+        total += d.sum().item()
+    return total
+
+
+def as_precise_as_cpu(op, cpu_tree, actual, expected):
+    """PyTorch's own rule for comparing two low-precision implementations
+    (test_ops.py, _ref_test_helper): run the op in float64 on the same
+    (bfloat16-rounded) inputs and accept the tpu result if it is no farther
+    from that than CPU's result is (5% slack). bfloat16 kernels legitimately
+    differ in where they round (CPU rounds some intermediates; XLA keeps them
+    in float32), and such differences can exceed a fixed tolerance."""
+    leaves = pytree.tree_leaves(expected)
+    if not leaves or not all(isinstance(e, torch.Tensor) and e.is_floating_point() for e in leaves):
+        return False
+    precise_tree = pytree.tree_map(
+        lambda t: t.detach().double() if isinstance(t, torch.Tensor) and t.is_floating_point()
+        else t, cpu_tree)
+    try:
+        precise = _call(op, precise_tree[0], precise_tree[1], precise_tree[2])
+    except Exception:
+        return False
+    if len(pytree.tree_leaves(precise)) != len(leaves):
+        return False
+    return _distance(actual, precise) <= 1.05 * _distance(expected, precise)
+
+
 def reason_of(exc):
     """Short classification of an exception: 'missing: aten::X' or 'Type: first line'."""
     msg = str(exc).strip()
@@ -310,7 +399,14 @@ def run_sample(op, sample, dtype, check_backward):
         return None, None
     try:
         tpu_out = _call(op, *tpu_tree[:1], tpu_tree[1], tpu_tree[2])
-        compare(to_cpu(tpu_out), to_cpu(cpu_out), dtype, random_values)
+        actual, expected = to_cpu(tpu_out), to_cpu(cpu_out)
+        try:
+            compare(actual, expected, dtype, random_values)
+        except AssertionError:
+            if random_values or not (
+                    ties_equivalent(op, sample, actual, expected, dtype) or
+                    (dtype != torch.float32 and as_precise_as_cpu(op, cpu_tree, actual, expected))):
+                raise
         fwd = True
     except Exception as e:  # noqa: BLE001 - every failure is a result
         fwd = reason_of(e)

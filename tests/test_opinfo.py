@@ -69,3 +69,43 @@ def test_expected_failures_name_real_opinfos_with_reasons():
     for name, reason in opinfo_sweep.EXPECTED_FAILURES.items():
         assert name in db, f"EXPECTED_FAILURES names no OpInfo: {name}"
         assert isinstance(reason, str) and len(reason) > 10, name
+
+
+# bfloat16 where CPU supports it: plain comparisons, the tie rule (sort,
+# topk, mode) and the precision rule (addbmm, conv_transpose2d).
+BF16_CURATED = ["add", "mm", "addbmm", "softmax", "nn.functional.layer_norm", "sort", "topk",
+                "mode", "nn.functional.conv_transpose2d", "div.trunc_rounding"]
+
+
+@pytest.mark.parametrize("name", BF16_CURATED)
+def test_opinfo_bfloat16(name, highest_matmul_precision):
+    op = _ops_by_name()[name]
+    res = opinfo_sweep.run_opinfo(op, bf16=True, budget=BUDGET_S, backward=False)
+    assert res["fwd"] is True, f"{name} forward: {res['fwd']}"
+
+
+def test_tie_rule_accepts_other_ties_and_rejects_other_values():
+    from torch.testing._internal.opinfo.core import SampleInput
+    op = _ops_by_name()["sort"]
+    x = torch.tensor([3.0, 1.0, 1.0, 2.0])
+    expected = tuple(torch.sort(x))
+    sample = SampleInput(x)
+    ties_swapped = (expected[0], torch.tensor([2, 1, 3, 0]))
+    assert opinfo_sweep.ties_equivalent(op, sample, ties_swapped, expected, torch.float32)
+    wrong = (expected[0], torch.tensor([1, 3, 2, 0]))
+    with pytest.raises(AssertionError):
+        opinfo_sweep.ties_equivalent(op, sample, wrong, expected, torch.float32)
+    # stable=True fixes the order of ties: no leniency
+    assert not opinfo_sweep.ties_equivalent(op, SampleInput(x, kwargs={"stable": True}),
+                                            ties_swapped, expected, torch.float32)
+
+
+def test_precision_rule_accepts_closer_results_only():
+    op = _ops_by_name()["mm"]
+    a = torch.randn(16, 64).bfloat16()
+    b = torch.randn(64, 16).bfloat16()
+    cpu_tree = (a, (b,), {})
+    expected = torch.mm(a, b)
+    rounded_once = torch.mm(a.double(), b.double()).bfloat16()
+    assert opinfo_sweep.as_precise_as_cpu(op, cpu_tree, rounded_once, expected)
+    assert not opinfo_sweep.as_precise_as_cpu(op, cpu_tree, expected + 0.5, expected)

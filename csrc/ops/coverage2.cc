@@ -123,11 +123,11 @@ Tensor Addbmm(const Tensor& self, const Tensor& b1, const Tensor& b2, const c10:
               b1.size(0), " and ", b2.size(0));
   TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x",
               b1.size(2), " and ", b2.size(1), "x", b2.size(2), ")");
-  Tensor prod = at::sum(at::bmm(b1, b2), 0);
-  if (alpha.toComplexDouble() != 1.0) prod = at::mul(prod, alpha);
-  if (beta.toComplexDouble() == 0.0) return prod.expand(prod.sizes()).clone();
-  Tensor s = beta.toComplexDouble() == 1.0 ? self : at::mul(self, beta);
-  return at::add(s.expand(prod.sizes()), prod);
+  // beta * self + alpha * sum_b b1[b] @ b2[b] as one addmm over (b, k), so
+  // that a low-precision result is rounded once, not once per step.
+  const int64_t nb = b1.size(0), n = b1.size(1), k = b1.size(2), m = b2.size(2);
+  return at::addmm(self.expand({n, m}), b1.permute({1, 0, 2}).reshape({n, nb * k}),
+                   b2.reshape({nb * k, m}), beta, alpha);
 }
 Tensor addbmm_tpu(const Tensor& self, const Tensor& b1, const Tensor& b2, const c10::Scalar& beta,
                   const c10::Scalar& alpha) {

@@ -3,7 +3,10 @@ with a cold and with a warm persistent compilation cache.
 
 Each measurement starts a new Python process that imports torch, builds the
 GPT-style model of benchmarks/gpt.py, runs one training step on tpu and
-reads the loss. Cold uses an empty cache directory; warm reuses it.
+reads the loss. Cold uses an empty cache directory; warm reuses it. The same
+step with PyTorch CPU eager in a fresh process (torch only) is the floor:
+the one-time costs every PyTorch process pays on its first step (the
+optimizer's first step imports torch._dynamo, ~1.5 s here) are in it too.
 Usage: python benchmarks/startup.py [--mode strict|fused] [--seq 128]
 """
 
@@ -20,26 +23,28 @@ CHILD = r"""
 import sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {here!r})
-import torch, torch_tpu
+import torch
+if {device!r} == "tpu":
+    import torch_tpu
+    torch.tpu.init()
 from gpt import GPT, train_step
-torch.tpu.init()
 t_import = time.perf_counter() - t0
 torch.manual_seed(0)
-model = GPT(seq={seq}).to("tpu")
+model = GPT(seq={seq}).to({device!r})
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-idx = torch.randint(0, 1024, (8, {seq})).to("tpu")
+idx = torch.randint(0, 1024, (8, {seq})).to({device!r})
 loss = train_step(model, opt, idx, idx).item()
-s = torch.tpu._get_cache_stats()
+s = torch.tpu._get_cache_stats() if {device!r} == "tpu" else dict(compiles=0, disk_hits=0)
 print("RESULT", time.perf_counter() - t0, s["compiles"], s["disk_hits"], loss, t_import)
 """
 
 
-def run(cache_dir, mode, seq):
+def run(cache_dir, mode, seq, device="tpu"):
     env = dict(os.environ, TORCH_TPU_COMPILATION_CACHE_DIR=cache_dir)
     if mode == "fused":
         env["TORCH_TPU_DEFER_AND_FUSE"] = "1"
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", CHILD.format(here=HERE, seq=seq)], env=env,
+    p = subprocess.run([sys.executable, "-c", CHILD.format(here=HERE, seq=seq, device=device)], env=env,
                        capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
@@ -56,13 +61,17 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         cold = run(d, args.mode, args.seq)
         warm = run(d, args.mode, args.seq)
+        cpu = run(d, args.mode, args.seq, device="cpu")
     print(f"time to first training step, GPT 4x256 seq {args.seq}, {args.mode} eager, fresh process")
     print(f"{'cache':6s} {'process s':>10s} {'in-script s':>12s} {'import+init s':>14s} "
           f"{'first step s':>13s} {'compiles':>9s} {'disk loads':>11s}")
-    for name, r in (("cold", cold), ("warm", warm)):
+    for name, r in (("cold", cold), ("warm", warm), ("CPU", cpu)):
         print(f"{name:6s} {r[0]:10.2f} {r[1]:12.2f} {r[4]:14.2f} {r[1] - r[4]:13.2f} {r[2]:9d} {r[3]:11d}")
+    first = lambda r: r[1] - r[4]  # noqa: E731
     print(f"warm/cold speed-up: whole process {cold[0] / warm[0]:.1f}x, "
-          f"first step after import {(cold[1] - cold[4]) / (warm[1] - warm[4]):.1f}x")
+          f"first step after import {first(cold) / first(warm):.1f}x")
+    print(f"first step vs PyTorch CPU eager's in a fresh process: cold {first(cold) / first(cpu):.1f}x, "
+          f"warm {first(warm) / first(cpu):.1f}x")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,18 @@ void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic) {
   k.Int(static_cast<int64_t>(v.dtype));
 }
 
+// The event after which a launched program is done with its buffers: the
+// definition of its last output, or its completion event when it has no
+// outputs. Until then the runtime holds the program's inputs and outputs
+// (Runtime::AddPending): a result the caller drops at once (a temporary)
+// must not be destroyed while the program still writes it, or XLA's CPU
+// plugin hands its memory to the next buffer while the write is under way
+// (seen: a GPT training step in Strict Eager drifting from Debug Eager).
+std::unique_ptr<pjrt::Event> DoneWithBuffers(std::unique_ptr<pjrt::Event> done,
+                                             const std::vector<std::unique_ptr<pjrt::Buffer>>& outs) {
+  return outs.empty() ? std::move(done) : outs.back()->ReadyEvent();
+}
+
 // How an output reaches its storage.
 enum class Store : int64_t { kFresh = 0, kWhole = 1, kPartial = 2 };
 
@@ -376,10 +388,14 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
-  if (done) rt.AddPending(std::move(done), std::vector<std::shared_ptr<const void>>(args.begin(), args.end()));
+  done = DoneWithBuffers(std::move(done), bufs);
+  std::vector<std::shared_ptr<const void>> hold(args.begin(), args.end());
   results.reserve(bufs.size());
-  for (size_t i = 0; i < bufs.size(); ++i)
+  for (size_t i = 0; i < bufs.size(); ++i) {
     results.push_back(std::make_shared<BufferNode>(c.results[i]->type(), rt.Track(std::move(bufs[i])), c.name));
+    hold.push_back(results.back()->buffer_);
+  }
+  if (done) rt.AddPending(std::move(done), std::move(hold));
   if (CurrentMode() == EagerMode::kDeferNeverLaunchBlocking) {
     for (const NodePtr& n : results) {
       try {
@@ -656,15 +672,15 @@ void Executor::FlushLocked(Captured* capture) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
-  if (done) {
-    std::vector<std::shared_ptr<const void>> inputs(param_nodes.begin(), param_nodes.end());
-    inputs.insert(inputs.end(), offset_nodes.begin(), offset_nodes.end());
-    rt.AddPending(std::move(done), std::move(inputs));
-  }
+  done = DoneWithBuffers(std::move(done), bufs);
+  std::vector<std::shared_ptr<const void>> hold(param_nodes.begin(), param_nodes.end());
+  hold.insert(hold.end(), offset_nodes.begin(), offset_nodes.end());
   for (size_t i = 0; i < live.size(); ++i) {
     live[i]->buffer_ = rt.Track(std::move(bufs[i]));
     live[i]->producer_.reset();
+    hold.push_back(live[i]->buffer_);
   }
+  if (done) rt.AddPending(std::move(done), std::move(hold));
   if (capture) {
     capture->exe = exe;
     capture->name = name;

@@ -1,9 +1,12 @@
 """Strict Eager against Debug Eager, bit for bit, over a short training run.
 
 Strict and Debug launch the same programs; only Debug waits after each one,
-so their losses must be identical. A difference means that Strict's
+so their losses should be identical. A large difference means that Strict's
 asynchrony (the host running ahead of the device) changed a value: a buffer
-released or reused while a program still used it. Prints each run's first
+released or reused while a program still used it. A difference in the last
+bits can also come from XLA CPU's multi-threaded matmuls, which split a
+contraction differently when programs overlap (compare a run with
+XLA_FLAGS=--xla_cpu_multi_thread_eigen=false). Prints each run's first
 differing step and a summary line.
 Usage: python benchmarks/mode_consistency.py [--runs 6] [--steps 10]
 """

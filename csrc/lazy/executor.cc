@@ -57,10 +57,11 @@ void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic) {
 // The event after which a launched program is done with its buffers: the
 // definition of its last output, or its completion event when it has no
 // outputs. Until then the runtime holds the program's inputs and outputs
-// (Runtime::AddPending): a result the caller drops at once (a temporary)
-// must not be destroyed while the program still writes it, or XLA's CPU
-// plugin hands its memory to the next buffer while the write is under way
-// (seen: a GPT training step in Strict Eager drifting from Debug Eager).
+// (Runtime::AddPending). Inputs released at XLA CPU's completion event were
+// seen still being read (a GPT step in Strict Eager drifting ~2e-3 from
+// Debug Eager); held until the outputs are defined, they are not. Outputs
+// are held too, so that a temporary the caller drops at once is not
+// destroyed before it is written.
 std::unique_ptr<pjrt::Event> DoneWithBuffers(std::unique_ptr<pjrt::Event> done,
                                              const std::vector<std::unique_ptr<pjrt::Buffer>>& outs) {
   return outs.empty() ? std::move(done) : outs.back()->ReadyEvent();

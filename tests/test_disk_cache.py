@@ -1,4 +1,5 @@
-"""The persistent compilation cache: warm starts, corrupt and foreign entries."""
+"""The persistent compilation cache: warm starts, corrupt and foreign entries,
+the start-up prefetch."""
 
 import json
 import os
@@ -6,12 +7,19 @@ import subprocess
 import sys
 
 SCRIPT = r"""
-import json, torch, torch_tpu
+import json, os, time, torch, torch_tpu
+torch.tpu.init()
+# Tests of the prefetch give it time to finish before the program asks.
+deadline = time.time() + 60
+while time.time() < deadline and \
+        torch.tpu._get_cache_stats()["prefetched"] < int(os.environ.get("EXPECT_PREFETCHED", "0")):
+    time.sleep(0.05)
 x = torch.arange(12, dtype=torch.float32).reshape(3, 4).to("tpu")
 y = ((x * 3 + 1).relu() @ x.t()).sum()
 v = y.item()
 s = torch.tpu._get_cache_stats()
-print(json.dumps({"value": v, "compiles": s["compiles"], "disk_hits": s["disk_hits"]}))
+print(json.dumps({"value": v, "compiles": s["compiles"], "disk_hits": s["disk_hits"],
+                  "prefetched": s["prefetched"]}))
 """
 
 
@@ -72,3 +80,34 @@ def test_cache_can_be_disabled(tmp_path):
     r2, _ = run(off, {"TORCH_TPU_COMPILATION_CACHE_DIR": "off"})
     assert r1["compiles"] > 0 and r2["compiles"] == r1["compiles"] and r2["disk_hits"] == 0
     assert not off.exists()
+
+
+def manifests(cache_dir):
+    return sorted(f for f in os.listdir(cache_dir) if f.endswith(".startup"))
+
+
+def test_start_up_manifest_prefetches_the_last_runs_executables(tmp_path):
+    cold, _ = run(tmp_path)
+    assert len(manifests(tmp_path)) == 1
+    names = (tmp_path / manifests(tmp_path)[0]).read_text().split()
+    assert sorted(names) == entries(tmp_path)  # every executable this script asked for
+    warm, err = run(tmp_path, {"EXPECT_PREFETCHED": str(cold["compiles"])})
+    assert warm["compiles"] == 0 and warm["value"] == cold["value"]
+    assert warm["prefetched"] == cold["compiles"] == warm["disk_hits"], err
+    off, _ = run(tmp_path, {"TORCH_TPU_CACHE_PREFETCH": "0"})
+    assert off["prefetched"] == 0 and off["disk_hits"] == cold["compiles"]
+    assert off["value"] == cold["value"]
+
+
+def test_damaged_manifest_and_entries_are_not_prefetched(tmp_path):
+    cold, _ = run(tmp_path)
+    manifest = tmp_path / manifests(tmp_path)[0]
+    files = entries(tmp_path)
+    with open(tmp_path / files[0], "wb") as f:
+        f.write(b"garbage")
+    # Lines that are not entry names (paths outside the directory, junk) are skipped.
+    manifest.write_text("../../etc/passwd\n\x00junk\n" + manifest.read_text() + "deadbeef\n")
+    again, err = run(tmp_path, {"EXPECT_PREFETCHED": str(len(files) - 1)})
+    assert again["value"] == cold["value"]
+    assert again["compiles"] == 1 and again["prefetched"] == len(files) - 1
+    assert err.count("corrupt or truncated compilation cache entry") == 1  # the request warns, once

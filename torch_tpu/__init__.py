@@ -4,6 +4,7 @@
 ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``, ``import torch_tpu`` does.
 """
 
+import atexit
 import os
 import sys
 
@@ -26,6 +27,19 @@ def _cache_dir() -> str:
 
 
 _C._configure_cache(_cache_dir())
+
+
+def _program_name() -> str:
+    """What names this program's start-up manifest: the script's real path,
+    or what Python was given instead (``-c``, ``-m`` runs name their module's
+    file; an interactive session has '')."""
+    argv = getattr(sys, "argv", None) or [""]
+    name = argv[0] or ""
+    return os.path.realpath(name) if name and os.path.isfile(name) else name
+
+
+_C._configure_cache_prefetch(_program_name(), env.cache_prefetch not in ("0", "off", "false"))
+atexit.register(_C._cache_shutdown)
 _C._set_max_pending_ops(int(env.max_pending_ops))
 
 if torch._C._get_privateuse1_backend_name() != "tpu":

@@ -17,6 +17,10 @@ class _Var:
 
 
 VARIABLES = (
+    _Var("TORCH_TPU_CACHE_PREFETCH", "1", "stable",
+         "At start-up, a background thread loads from the persistent compilation cache the "
+         "executables the same script asked for first in its last run, ahead of use; '0' "
+         "turns this off (executables are then loaded when first needed)."),
     _Var("TORCH_TPU_COMPILATION_CACHE_DIR", "", "stable",
          "Directory of the persistent compilation cache (default: "
          "$XDG_CACHE_HOME/torch_tpu or ~/.cache/torch_tpu); 'off' disables it."),

@@ -152,6 +152,7 @@ py::dict CacheStats() {
   d["requests"] = s.requests;
   d["hits"] = s.hits;
   d["disk_hits"] = s.disk_hits;
+  d["prefetched"] = s.prefetched;
   d["compiles"] = s.compiles;
   d["launches"] = s.launches;
   d["compile_seconds"] = s.compile_seconds;
@@ -221,9 +222,18 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_get_thread_eager_mode", &lazy::ThreadMode);
   m.def("_configure_cache", [](std::string dir) {
-    lazy::Executor::Get().disk_cache().Configure(std::move(dir));
+    py::gil_scoped_release no_gil;
+    lazy::Executor::Get().ConfigureDiskCache(std::move(dir));
   });
-  m.def("_cache_dir", [] { return lazy::Executor::Get().disk_cache().dir(); });
+  m.def("_cache_dir", [] { return lazy::Executor::Get().disk_cache_dir(); });
+  m.def("_configure_cache_prefetch", [](std::string program, bool enabled) {
+    lazy::Executor::Get().SetProgram(std::move(program), enabled);
+    lazy::Runtime::SetStartHook([] { lazy::Executor::Get().StartPrefetch(); });
+  });
+  m.def("_cache_shutdown", [] {
+    py::gil_scoped_release no_gil;
+    lazy::Executor::Get().Shutdown();
+  });
   m.def("_is_materialized", [](const at::Tensor& t) {
     TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
                 "is_materialized expects a tpu tensor, got one on ", t.device());
@@ -244,7 +254,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_memory_stats", &device::MemoryStats);
   m.def("_reset_peak_memory_stats", [] { device::Rt().reset_peak(); });
   m.def("_cache_stats", &device::CacheStats);
-  m.def("_clear_cache", [] { lazy::Executor::Get().ClearCache(); });
+  m.def("_clear_cache", [] {
+    py::gil_scoped_release no_gil;
+    lazy::Executor::Get().ClearCache();
+  });
   m.def("_set_precision_override", &ops::SetPrecisionOverride);
   m.def("_get_precision_override", &ops::PrecisionOverride);
   m.def("_set_follow_torch_precision", &ops::SetFollowTorchPrecision);

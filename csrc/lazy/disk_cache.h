@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tpu::lazy {
 
@@ -20,9 +21,26 @@ class DiskCache {
   void Store(const std::string& identity, const std::string& key,
              const std::string& executable) const;
 
+  // The file name of (identity, key)'s entry in the directory.
+  static std::string EntryName(const std::string& identity, const std::string& key);
+  struct Stored {
+    std::string identity, key, executable;
+  };
+  // Reads the entry file `name` quietly: nullopt if it is missing or not a
+  // valid entry (the load that needs it warns).
+  std::optional<Stored> Read(const std::string& name) const;
+
+  // The start-up manifest of one program: the entries it asked for first,
+  // in order, so that its next start can load them ahead of use.
+  // `manifest` names it (a hash of the identity and the program).
+  std::vector<std::string> ReadManifest(const std::string& manifest) const;
+  void WriteManifest(const std::string& manifest, const std::vector<std::string>& names) const;
+
  private:
-  std::string PathFor(const std::string& identity, const std::string& key) const;
   std::string dir_;
 };
+
+// A 32-hex-digit name for a string (two 64-bit FNV-1a hashes).
+std::string HashName(const std::string& s);
 
 }  // namespace tpu::lazy

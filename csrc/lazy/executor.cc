@@ -1,6 +1,7 @@
 #include "lazy/executor.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -152,11 +154,25 @@ static const std::string& ExtensionIdentity() {
   return id;
 }
 
+// The identity a persistent cache entry must carry to be loaded: the
+// plugin's and this extension build's.
+static const std::string& CacheIdentity() {
+  static const std::string id =
+      Runtime::Get().client().plugin_identity() + "|" + ExtensionIdentity();
+  return id;
+}
+
 struct Executor::Entry {
   std::once_flag once;
   std::shared_ptr<pjrt::Executable> exe;
   std::string error;
+  bool requested = true;  // false while only prefetched
 };
+
+// Entries a manifest lists (the first programs a run asks for: its start-up).
+static constexpr size_t kManifestEntries = 512;
+// Serialized bytes prefetched at most.
+static constexpr size_t kPrefetchBytes = size_t{512} << 20;
 
 Executor& Executor::Get() {
   static Executor* e = new Executor();  // never destroyed: outlives static teardown
@@ -170,12 +186,106 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
   if (it != cache_.end()) {
     ++stats_.hits;
     *hit = true;
+    if (!it->second->requested) {
+      it->second->requested = true;
+      NoteFirstUseLocked(key);
+    }
     return it->second;
   }
   *hit = false;
   auto e = std::make_shared<Entry>();
   cache_.emplace(key, e);
+  NoteFirstUseLocked(key);
   return e;
+}
+
+void Executor::NoteFirstUseLocked(const std::string& key) {
+  if (!disk_.enabled() || first_used_.size() >= kManifestEntries) return;
+  first_used_.push_back(DiskCache::EntryName(CacheIdentity(), key));
+  // Written as it grows (1, 2, 4, ... entries) and at exit, so that a run
+  // that ends abruptly still leaves its start-up behind.
+  const size_t n = first_used_.size();
+  if ((n & (n - 1)) == 0) disk_.WriteManifest(ManifestName(), first_used_);
+}
+
+std::string Executor::ManifestName() {
+  return HashName(CacheIdentity() + '\0' + program_);
+}
+
+void Executor::SetProgram(std::string name, bool prefetch) {
+  std::lock_guard<std::mutex> lock(prefetch_mu_);
+  program_ = std::move(name);
+  prefetch_enabled_ = prefetch;
+}
+
+void Executor::StartPrefetch() {
+  std::lock_guard<std::mutex> lock(prefetch_mu_);
+  if (!prefetch_enabled_ || !disk_.enabled() || prefetch_) return;
+  stop_prefetch_ = false;
+  prefetch_pid_ = ::getpid();
+  prefetch_ = std::make_unique<std::thread>([this] { Prefetch(); });
+}
+
+void Executor::Prefetch() {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    names = disk_.ReadManifest(ManifestName());
+  }
+  size_t bytes = 0;
+  for (const std::string& name : names) {
+    if (stop_prefetch_) return;
+    // Quietly: an entry that is missing, damaged or foreign is left to the
+    // request that needs it, which warns and recompiles.
+    std::optional<DiskCache::Stored> stored = disk_.Read(name);
+    if (!stored || stored->identity != CacheIdentity()) continue;
+    bytes += stored->executable.size();
+    if (bytes > kPrefetchBytes) return;
+    std::shared_ptr<Entry> entry;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cache_.count(stored->key)) continue;  // already asked for
+      entry = std::make_shared<Entry>();
+      entry->requested = false;
+      cache_.emplace(stored->key, entry);
+    }
+    // A request for this key meanwhile waits here instead of loading it twice.
+    std::call_once(entry->once, [&] {
+      try {
+        entry->exe = Runtime::Get().client().Deserialize(stored->executable);
+      } catch (const std::exception&) {
+        return;  // left without an executable: the request loads or compiles it
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.disk_hits;
+      ++stats_.prefetched;
+    });
+  }
+}
+
+void Executor::StopPrefetch() {
+  std::lock_guard<std::mutex> lock(prefetch_mu_);
+  stop_prefetch_ = true;
+  if (!prefetch_) return;
+  if (prefetch_pid_ == ::getpid()) {
+    prefetch_->join();
+    prefetch_.reset();
+  } else {
+    (void)prefetch_.release();  // a forked child: the thread is the parent's
+  }
+}
+
+void Executor::Shutdown() {
+  StopPrefetch();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!first_used_.empty()) disk_.WriteManifest(ManifestName(), first_used_);
+}
+
+void Executor::ConfigureDiskCache(std::string dir) {
+  StopPrefetch();
+  std::lock_guard<std::mutex> lock(mu_);
+  disk_.Configure(std::move(dir));
+  first_used_.clear();
 }
 
 std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
@@ -185,7 +295,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
   // Concurrent misses of one key compile once; the others wait here.
   std::call_once(entry->once, [&] {
     pjrt::Client& client = Runtime::Get().client();
-    const std::string identity = client.plugin_identity() + "|" + ExtensionIdentity();
+    const std::string& identity = CacheIdentity();
     auto t0 = std::chrono::steady_clock::now();
     if (auto bytes = disk_.Load(identity, key)) {
       try {
@@ -219,7 +329,18 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     stats_.compile_seconds += secs;
     stats_.entries.emplace_back(name, secs);
   });
-  if (!entry->exe) throw std::runtime_error(entry->error);
+  if (!entry->exe) {
+    if (entry->error.empty()) {
+      // A prefetched entry that did not load: drop it and load or compile here.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = cache_.find(key);
+        if (it != cache_.end() && it->second == entry) cache_.erase(it);
+      }
+      return GetExecutable(key, name, print);
+    }
+    throw std::runtime_error(entry->error);
+  }
   return entry->exe;
 }
 
@@ -738,6 +859,7 @@ CacheStats Executor::stats() {
 }
 
 void Executor::ClearCache() {
+  StopPrefetch();
   std::lock_guard<std::mutex> lock(mu_);
   cache_.clear();
 }

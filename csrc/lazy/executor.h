@@ -6,11 +6,13 @@
 // waits, Fused eager flushes only when a value is needed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -62,7 +64,9 @@ struct Captured {
 };
 
 struct CacheStats {
-  int64_t requests = 0, hits = 0, disk_hits = 0, compiles = 0, launches = 0;
+  // disk_hits: executables loaded from the persistent cache, on demand or
+  // ahead of use (prefetched: those loaded ahead, at start-up).
+  int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0;
   double compile_seconds = 0;
   std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds
 };
@@ -110,15 +114,32 @@ class Executor {
   // to flush at the end of a backward pass).
   void set_fused_hook(void (*hook)()) { fused_hook_ = hook; }
 
-  DiskCache& disk_cache() { return disk_; }
+  // The persistent cache. `dir` empty disables it.
+  void ConfigureDiskCache(std::string dir);
+  const std::string& disk_cache_dir() const { return disk_.dir(); }
   CacheStats stats();
   void ClearCache();  // the in-memory cache only
+
+  // Start-up prefetch. Each program (`name`: the script) keeps a manifest
+  // of the executables it asked for first; when the runtime starts, a
+  // background thread loads those of its last run from the persistent
+  // cache, while the main thread is still importing and building its
+  // model. `enabled` false turns it off.
+  void SetProgram(std::string name, bool prefetch);
+  void StartPrefetch();
+  // Stops the background loads (waits for the one in progress) and writes
+  // this run's manifest; called at exit.
+  void Shutdown();
 
  private:
   struct Entry;
   std::shared_ptr<Entry> Lookup(const std::string& key, bool* hit);
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
                                                   const std::function<std::string()>& print);
+  void NoteFirstUseLocked(const std::string& key);
+  std::string ManifestName();
+  void Prefetch();
+  void StopPrefetch();
   void FlushLocked(Captured* capture = nullptr);
 
   // Fused Eager cuts the op stream where it repeats (one layer, one step):
@@ -140,6 +161,14 @@ class Executor {
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
   CacheStats stats_;
   DiskCache disk_;
+  std::vector<std::string> first_used_;  // entry names, in order of first request
+
+  std::mutex prefetch_mu_;  // the prefetch thread's start and stop
+  std::unique_ptr<std::thread> prefetch_;
+  int prefetch_pid_ = 0;  // the process that started it (a forked child has no such thread)
+  std::atomic<bool> stop_prefetch_{false};
+  std::string program_;
+  bool prefetch_enabled_ = true;
   std::mutex scalar_mu_;
   std::unordered_map<std::string, NodePtr> scalars_;
 };

@@ -8,6 +8,7 @@ namespace {
 std::mutex g_mu;
 PluginConfig g_config;
 Runtime::OptionsProvider g_options;
+std::function<void()> g_start_hook;
 Runtime* g_runtime = nullptr;
 }  // namespace
 
@@ -21,20 +22,31 @@ void Runtime::SetOptionsProvider(OptionsProvider provider) {
   g_options = std::move(provider);
 }
 
+void Runtime::SetStartHook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_start_hook = std::move(hook);
+}
+
 bool Runtime::initialized() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_runtime != nullptr;
 }
 
 Runtime& Runtime::Get() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_runtime) return *g_runtime;
-  pjrt::PluginChoice choice =
-      pjrt::FindPlugin(g_config.explicit_path, g_config.platform, g_config.search_dirs);
-  auto rt = std::unique_ptr<Runtime>(new Runtime());
-  rt->client_ = pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});
-  rt->platform_ = rt->client_->platform_name();
-  g_runtime = rt.release();  // lives for the process: buffers may outlive exit order
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_runtime) return *g_runtime;
+    pjrt::PluginChoice choice =
+        pjrt::FindPlugin(g_config.explicit_path, g_config.platform, g_config.search_dirs);
+    auto rt = std::unique_ptr<Runtime>(new Runtime());
+    rt->client_ =
+        pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});
+    rt->platform_ = rt->client_->platform_name();
+    g_runtime = rt.release();  // lives for the process: buffers may outlive exit order
+    hook = std::move(g_start_hook);
+  }
+  if (hook) hook();
   return *g_runtime;
 }
 

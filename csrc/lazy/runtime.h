@@ -28,6 +28,8 @@ class Runtime {
   // created (tpu_dist sets one for multi-process jobs).
   using OptionsProvider = std::function<pjrt::ClientOptions(const pjrt::PluginChoice&)>;
   static void SetOptionsProvider(OptionsProvider provider);
+  // Called once, right after the runtime has started (outside its lock).
+  static void SetStartHook(std::function<void()> hook);
   // The runtime, creating the client on first call (lazy init, like CUDA).
   static Runtime& Get();
   static bool initialized();

@@ -1,11 +1,12 @@
 """Dispatch cost: a chain of small elementwise ops.
 
-Runs the same chain of N ops (add / mul / tanh on a 32x32 tensor) with
+Runs the same chain of N ops (add / mul / tanh on a 32x32 tensor; --size
+sets the side, where larger tensors measure memory traffic as well) with
 PyTorch CPU eager, tpu Strict Eager and tpu Fused Eager in one process and
 prints microseconds per op and ratios. The first repetition warms the
 compile caches; the modes then take turns for the timed repetitions and
 the figure is each one's best.
-Usage: python benchmarks/dispatch.py [--ops 1000] [--reps 5]
+Usage: python benchmarks/dispatch.py [--ops 1000] [--reps 5] [--size 32]
 """
 
 import argparse
@@ -43,8 +44,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ops", type=int, default=1000)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--size", type=int, default=32)
     args = p.parse_args()
-    x = torch.randn(32, 32)
+    x = torch.randn(args.size, args.size)
     xt = x.to("tpu")
     finish = lambda y: y.sum().item()  # noqa: E731
     runs = {
@@ -60,7 +62,7 @@ def main():
         for k, run in runs.items():
             best[k] = min(best[k], run())
     cpu, strict, fused = (best[k] / args.ops * 1e6 for k in ("cpu", "strict", "fused"))
-    print(f"device: {torch.tpu.get_device_name()}; chain of {args.ops} elementwise ops on 32x32 f32")
+    print(f"device: {torch.tpu.get_device_name()}; chain of {args.ops} elementwise ops on {args.size}x{args.size} f32")
     print(f"{'mode':24s} {'us/op':>8s} {'vs CPU eager':>13s}")
     print(f"{'PyTorch CPU eager':24s} {cpu:8.2f} {1.0:12.2f}x")
     print(f"{'tpu Strict Eager':24s} {strict:8.2f} {strict / cpu:12.2f}x")

@@ -1,6 +1,6 @@
 """tpu_dist under torchrun on the CPU plugin (host engine): every collective
-with 2 and 4 processes, and DDP against a single-process reference in Strict
-and Fused Eager. Each run is bounded by a timeout."""
+with 2 and 4 processes, and DDP against a single-process reference in Strict,
+Fused and Debug Eager. Each run is bounded by a timeout."""
 
 import os
 import subprocess
@@ -18,6 +18,11 @@ pytestmark = pytest.mark.skipif(
     reason="multi-process runs choose their eager mode themselves; they run in the Strict pass")
 
 
+# The eager mode a launched process starts in.
+MODE_ENV = {"strict": {}, "fused": {"TORCH_TPU_DEFER_AND_FUSE": "1"},
+            "debug": {"TORCH_TPU_LAUNCH_BLOCKING": "1"}}
+
+
 def torchrun(script, nproc, env_extra=None, timeout=300):
     env = dict(os.environ, OMP_NUM_THREADS="1", **(env_extra or {}))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -27,15 +32,13 @@ def torchrun(script, nproc, env_extra=None, timeout=300):
     return p.stdout
 
 
-@pytest.mark.parametrize("mode", ["strict", "fused"])
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
 def test_xla_engine_runs_every_collective_single_process(mode):
     # The XLA engine's data path (tensor -> program on the plugin -> tensor,
     # list forms, uneven all_to_all, Work) on a one-process group: the CPU
     # plugin runs no collective across processes (the programs themselves
     # are checked on several devices by tests/test_dist_lowering.py).
-    env = {"TORCH_TPU_DIST_ENGINE": "xla"}
-    if mode == "fused":
-        env["TORCH_TPU_DEFER_AND_FUSE"] = "1"
+    env = dict(TORCH_TPU_DIST_ENGINE="xla", **MODE_ENV[mode])
     out = torchrun("collectives.py", 1, env)
     assert "collectives ok (xla engine)" in out
 
@@ -60,10 +63,9 @@ def test_collectives(nproc):
     assert out.count("collectives ok") == nproc
 
 
-@pytest.mark.parametrize("mode", ["strict", "fused"])
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
 def test_ddp_matches_single_process(mode):
-    env = {"TORCH_TPU_DEFER_AND_FUSE": "1"} if mode == "fused" else {}
-    out = torchrun("ddp.py", 2, env)
+    out = torchrun("ddp.py", 2, MODE_ENV[mode])
     assert out.count("ddp ok") == 2
 
 

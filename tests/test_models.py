@@ -42,7 +42,7 @@ from torch_tpu import validate as V  # noqa: E402
 # generation.
 CI_FAMILIES = ("llama", "whisper", "resnet", "vit", "bert")
 CI_GENERATE = ("llama", "whisper", "t5")
-CI_MODES = ("strict", "fused", "compile")
+CI_MODES = ("strict", "fused", "debug", "compile")
 
 # (family, test) -> what its error says (one text or a tuple of them) while
 # the cause is not fixed. Such a test xfails while it stops on that error or on

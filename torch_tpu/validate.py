@@ -185,6 +185,8 @@ MODES: List[Mode] = [
          _eager(torch_tpu.EagerMode.DEFER_NEVER), lambda m: m),
     Mode("fused", "Fused Eager (DEFER_AND_FUSE)", lambda: None,
          _eager(torch_tpu.EagerMode.DEFER_AND_FUSE), lambda m: m),
+    Mode("debug", "Debug Eager (DEFER_NEVER_AND_LAUNCH_BLOCKING)", lambda: None,
+         _eager(torch_tpu.EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING), lambda m: m),
     # torch.compile through the "tpu" TorchDynamo backend; generate() then uses
     # a static cache, which transformers compiles with backend="tpu" itself.
     Mode("compile", 'torch.compile(model, backend="tpu")',

@@ -184,9 +184,10 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
   ++stats_.requests;
   auto it = cache_.find(key);
   if (it != cache_.end()) {
-    ++stats_.hits;
     *hit = true;
-    if (!it->second->requested) {
+    if (it->second->requested) {
+      ++stats_.hits;
+    } else {  // prefetched: this is its first request
       it->second->requested = true;
       NoteFirstUseLocked(key);
     }

@@ -64,8 +64,10 @@ struct Captured {
 };
 
 struct CacheStats {
-  // disk_hits: executables loaded from the persistent cache, on demand or
-  // ahead of use (prefetched: those loaded ahead, at start-up).
+  // hits: requests served by an executable that an earlier request
+  // compiled or loaded (so requests - hits counts the programs this process
+  // has asked for); disk_hits: executables loaded from the persistent cache,
+  // on demand or ahead of use (prefetched: those loaded ahead, at start-up).
   int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0;
   double compile_seconds = 0;
   std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds

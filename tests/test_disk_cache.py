@@ -17,6 +17,9 @@ while time.time() < deadline and \
 x = torch.arange(12, dtype=torch.float32).reshape(3, 4).to("tpu")
 y = ((x * 3 + 1).relu() @ x.t()).sum()
 v = y.item()
+xc = x.cpu()
+ref = ((xc * 3 + 1).relu() @ xc.t()).sum().item()
+assert abs(v - ref) <= 1e-5 * abs(ref), (v, ref)  # against CPU, whatever the cache served
 s = torch.tpu._get_cache_stats()
 print(json.dumps({"value": v, "compiles": s["compiles"], "disk_hits": s["disk_hits"],
                   "prefetched": s["prefetched"]}))

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <chrono>
 #include <cstring>
@@ -59,11 +60,10 @@ void WriteView(KeyWriter& k, const ViewSpec& v, bool dynamic) {
 // The event after which a launched program is done with its buffers: the
 // definition of its last output, or its completion event when it has no
 // outputs. Until then the runtime holds the program's inputs and outputs
-// (Runtime::AddPending). Inputs released at XLA CPU's completion event were
-// seen still being read (a GPT step in Strict Eager drifting ~2e-3 from
-// Debug Eager); held until the outputs are defined, they are not. Outputs
-// are held too, so that a temporary the caller drops at once is not
-// destroyed before it is written.
+// (Runtime::AddPending), the later of the two events, so that no plugin's
+// ordering of completion and definition matters. Outputs are held too, so
+// that a temporary the caller drops at once is not destroyed before it is
+// written.
 std::unique_ptr<pjrt::Event> DoneWithBuffers(std::unique_ptr<pjrt::Event> done,
                                              const std::vector<std::unique_ptr<pjrt::Buffer>>& outs) {
   return outs.empty() ? std::move(done) : outs.back()->ReadyEvent();
@@ -156,9 +156,20 @@ static const std::string& ExtensionIdentity() {
 
 // The identity a persistent cache entry must carry to be loaded: the
 // plugin's and this extension build's.
+// Environment variables that change what a plugin compiles: XLA's debug
+// options (every XLA plugin parses XLA_FLAGS) and libtpu's arguments.
+static std::string CompilerEnvironment() {
+  std::string s;
+  for (const char* name : {"XLA_FLAGS", "LIBTPU_INIT_ARGS"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') s += std::string("|") + name + "=" + v;
+  }
+  return s;
+}
+
 static const std::string& CacheIdentity() {
-  static const std::string id =
-      Runtime::Get().client().plugin_identity() + "|" + ExtensionIdentity();
+  static const std::string id = Runtime::Get().client().plugin_identity() + "|" +
+                                ExtensionIdentity() + CompilerEnvironment();
   return id;
 }
 

@@ -1,6 +1,8 @@
 #include "lazy/runtime.h"
 
 #include <cctype>
+#include <cstdlib>
+#include <string>
 
 namespace tpu::lazy {
 
@@ -10,6 +12,24 @@ PluginConfig g_config;
 Runtime::OptionsProvider g_options;
 std::function<void()> g_start_hook;
 Runtime* g_runtime = nullptr;
+
+// XLA CPU runs a dot through XNNPACK when it can, and when the dot's
+// right-hand operand is an entry parameter it packs that operand once and
+// reuses the packing for as long as the argument has the same address (XLA
+// keys the capture on the device address; its source notes that two
+// arguments can share an address over time). Eager programs are dots of
+// entry parameters whose buffers come and go, so a new weight that lands
+// at a freed weight's address was multiplied with the old weight's values.
+// Turning XNNPACK off puts every dot on XLA's own kernels; a user who sets
+// the flag in XLA_FLAGS decides for themselves.
+void KeepCpuDotsOffXnnpack() {
+  const char* current = std::getenv("XLA_FLAGS");
+  std::string flags = current != nullptr ? current : "";
+  if (flags.find("xla_cpu_use_xnnpack") != std::string::npos) return;
+  flags += flags.empty() ? "" : " ";
+  flags += "--xla_cpu_use_xnnpack=false";
+  setenv("XLA_FLAGS", flags.c_str(), 1);
+}
 }  // namespace
 
 void Runtime::Configure(PluginConfig cfg) {
@@ -39,6 +59,10 @@ Runtime& Runtime::Get() {
     if (g_runtime) return *g_runtime;
     pjrt::PluginChoice choice =
         pjrt::FindPlugin(g_config.explicit_path, g_config.platform, g_config.search_dirs);
+    const bool cpu = choice.platform == "cpu" ||
+                     (choice.platform.empty() &&
+                      choice.path.find("cpu", choice.path.rfind('/') + 1) != std::string::npos);
+    if (cpu) KeepCpuDotsOffXnnpack();
     auto rt = std::unique_ptr<Runtime>(new Runtime());
     rt->client_ =
         pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});

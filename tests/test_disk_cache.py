@@ -50,6 +50,17 @@ def test_warm_start_loads_instead_of_compiling(tmp_path):
     assert warm["value"] == cold["value"]
 
 
+def test_xla_flags_are_part_of_the_key(tmp_path):
+    # XLA_FLAGS changes what the plugin compiles: an executable built under
+    # other flags is not loaded.
+    base = {"XLA_FLAGS": ""}
+    cold, _ = run(tmp_path, base)
+    other, _ = run(tmp_path, {"XLA_FLAGS": "--xla_cpu_enable_fast_min_max=false"})
+    assert other["compiles"] == cold["compiles"] and other["disk_hits"] == 0
+    again, _ = run(tmp_path, base)
+    assert again["compiles"] == 0 and again["disk_hits"] == cold["compiles"]
+
+
 def test_corrupt_and_truncated_entries_are_ignored_and_rewritten(tmp_path):
     cold, _ = run(tmp_path)
     files = entries(tmp_path)

@@ -6,9 +6,10 @@
 // The causal mask is built from iotas inside the program (no L x S mask
 // tensor), the softmax is recomputed in the backward from q and k (only the
 // output and its log-sum-exp are saved), and rows whose every score is
-// masked give zeros, as the math path's _safe_softmax does. Cases the
-// program does not cover (dropout, grouped-query heads, inputs other than
-// 4-D) stay on PyTorch's math path.
+// masked give zeros, as the math path's _safe_softmax does. Grouped-query
+// heads (enable_gqa) share each key/value head among a group of query
+// heads inside the program. Cases the program does not cover (dropout,
+// inputs other than 4-D) stay on PyTorch's math path.
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
@@ -37,6 +38,22 @@ namespace {
 // [B, H, L] -> [B, H, L, S]
 Value Rows(Builder& b, Value x, const ir::Dims& dims) {
   return ir::BroadcastInDim(b, x, dims, {0, 1, 2});
+}
+
+// Key/value heads [B, Hkv, S, D] repeated for [B, Hq, S, D] (head j serves
+// query heads j*g .. j*g+g-1, as repeat_interleave does), and the sum back.
+Value RepeatHeads(Builder& b, Value x, int64_t hq) {
+  const ir::Dims d = b.type(x).dims;
+  if (d[1] == hq) return x;
+  const int64_t g = hq / d[1];
+  Value e = ir::BroadcastInDim(b, x, {d[0], d[1], g, d[2], d[3]}, {0, 1, 3, 4});
+  return ir::Reshape(b, e, {d[0], hq, d[2], d[3]});
+}
+Value SumHeads(Builder& b, Value x, int64_t hkv) {
+  const ir::Dims d = b.type(x).dims;
+  if (d[1] == hkv) return x;
+  Value r = ir::Reshape(b, x, {d[0], hkv, d[1] / hkv, d[2], d[3]});
+  return ir::Reduce(b, r, ir::ConstantF(b, 0, b.type(x).dtype), {2}, "stablehlo.add");
 }
 
 // Attrs shared by both directions: ints = (precision, causal, has_bias,
@@ -87,7 +104,10 @@ std::vector<int64_t> PermAt(const lazy::Attrs& a, size_t at) {
 VS LowerSdpa(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const auto p = static_cast<Precision>(a.ints[0]);
   const auto ct = static_cast<DType>(a.ints[3]);
-  Value q = ir::Convert(b, in[0], ct), k = ir::Convert(b, in[1], ct), v = ir::Convert(b, in[2], ct);
+  Value q = ir::Convert(b, in[0], ct);
+  const int64_t hq = b.type(q).dims[1];
+  Value k = RepeatHeads(b, ir::Convert(b, in[1], ct), hq);
+  Value v = RepeatHeads(b, ir::Convert(b, in[2], ct), hq);
   Probs s = Softmax(b, q, k, a.ints[2] ? &in[3] : nullptr, a.ints[1] != 0, a.floats[0], p, ct);
   const ir::Dims qd = b.type(q).dims, vd = b.type(v).dims;
   Value o = PreciseDot(b, s.p, v, ir::DotDims{{0, 1}, {0, 1}, {3}, {2}},
@@ -116,7 +136,10 @@ VS LowerSdpaBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   const auto ct = static_cast<DType>(a.ints[3]);
   const double scale = a.floats[0];
   Value dout = ir::Convert(b, in[0], ct);
-  Value q = ir::Convert(b, in[1], ct), k = ir::Convert(b, in[2], ct), v = ir::Convert(b, in[3], ct);
+  Value q = ir::Convert(b, in[1], ct);
+  const int64_t hq = b.type(q).dims[1], hkv = b.type(in[2]).dims[1];
+  Value k = RepeatHeads(b, ir::Convert(b, in[2], ct), hq);
+  Value v = RepeatHeads(b, ir::Convert(b, in[3], ct), hq);
   const Value* bias = a.ints[2] ? &in[4] : nullptr;
   Probs s = Softmax(b, q, k, bias, a.ints[1] != 0, scale, p, ct);
   const ir::Dims qd = b.type(q).dims, kd = b.type(k).dims, vd = b.type(v).dims;
@@ -133,12 +156,13 @@ VS LowerSdpaBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   }
   if (a.ints[5]) {
     Value dk = PreciseDot(b, ds, q, ir::DotDims{{0, 1}, {0, 1}, {2}, {2}}, ir::TensorType{ct, kd}, p);
-    r.push_back(Stored(b, Mul(b, dk, C(b, scale, dk)), out[o++].dtype, PermAt(a, 12)));
+    dk = SumHeads(b, Mul(b, dk, C(b, scale, dk)), hkv);
+    r.push_back(Stored(b, dk, out[o++].dtype, PermAt(a, 12)));
   }
   if (a.ints[6]) {
     Value dv = PreciseDot(b, s.p, dout, ir::DotDims{{0, 1}, {0, 1}, {2}, {2}},
                           ir::TensorType{ct, {kd[0], kd[1], kd[2], vd[3]}}, p);
-    r.push_back(Stored(b, dv, out[o++].dtype, PermAt(a, 16)));
+    r.push_back(Stored(b, SumHeads(b, dv, hkv), out[o++].dtype, PermAt(a, 16)));
   }
   if (a.ints[7]) r.push_back(ir::Convert(b, ReduceTo(b, ds, out[o].dims), out[o].dtype));
   return r;
@@ -174,8 +198,9 @@ double ScaleOf(const Tensor& q, std::optional<double> scale) {
 
 // Sizes are read as SymInts: under torch.compile the choice runs on fake
 // tensors whose sizes may be symbolic.
+// `gqa`: key and value may have fewer heads than the query, dividing them.
 bool Supported(const Tensor& q, const Tensor& k, const Tensor& v,
-               const std::optional<Tensor>& mask, double dropout_p) {
+               const std::optional<Tensor>& mask, double dropout_p, bool gqa) {
   if (dropout_p != 0.0 || q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
   for (const Tensor* t : {&q, &k, &v}) {
     if (t->device().type() != c10::DeviceType::PrivateUse1 || t->is_nested()) return false;
@@ -184,9 +209,10 @@ bool Supported(const Tensor& q, const Tensor& k, const Tensor& v,
   const auto dt = q.scalar_type();
   if (dt != at::kFloat && dt != at::kHalf && dt != at::kBFloat16 && dt != at::kDouble) return false;
   if (k.sym_size(0) != q.sym_size(0) || v.sym_size(0) != q.sym_size(0) ||
-      k.sym_size(1) != q.sym_size(1) || v.sym_size(1) != q.sym_size(1) ||
-      k.sym_size(3) != q.sym_size(3) || v.sym_size(2) != k.sym_size(2))
+      v.sym_size(1) != k.sym_size(1) || k.sym_size(3) != q.sym_size(3) ||
+      v.sym_size(2) != k.sym_size(2))
     return false;
+  if (k.sym_size(1) != q.sym_size(1) && !(gqa && q.sym_size(1) % k.sym_size(1) == 0)) return false;
   if (mask.has_value() && mask->defined()) {
     const Tensor& m = *mask;
     if (m.device() != q.device() || m.dim() > 4) return false;
@@ -212,7 +238,8 @@ int64_t FusedSdpChoice(const Tensor& q, const Tensor& k, const Tensor& v,
   // function derives from the query's strides, would have to match the
   // traced strides of every op before it.
   const bool traced = q.key_set().has(c10::DispatchKey::Python);
-  if (ctx.userEnabledOverrideableSDP() && !both && !traced && Supported(q, k, v, mask, dropout_p))
+  if (ctx.userEnabledOverrideableSDP() && !both && !traced &&
+      Supported(q, k, v, mask, dropout_p, enable_gqa))
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   return static_cast<int64_t>(ctx.userEnabledMathSDP() ? at::SDPBackend::math : at::SDPBackend::error);
 }
@@ -221,9 +248,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Ten
 SdpaForward(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& bias,
             double dropout_p, bool is_causal, bool return_debug_mask, std::optional<double> scale) {
   const char* name = "_scaled_dot_product_fused_attention_overrideable";
-  TORCH_CHECK(Supported(q, k, v, bias, dropout_p), name,
-              ": expects 4-D query, key and value of one floating dtype with matching batch and "
-              "head sizes and dropout_p == 0 (got query ", q.sizes(), ", key ", k.sizes(), ", value ",
+  TORCH_CHECK(Supported(q, k, v, bias, dropout_p, /*gqa=*/true), name,
+              ": expects 4-D query, key and value of one floating dtype with matching batch sizes, "
+              "key/value heads dividing the query heads and dropout_p == 0 (got query ", q.sizes(),
+              ", key ", k.sizes(), ", value ",
               v.sizes(), ", dropout_p ", dropout_p, "); call F.scaled_dot_product_attention, which "
               "picks the math path for other cases");
   TORCH_CHECK(!return_debug_mask, name, ": return_debug_mask is not supported on tpu");
@@ -260,7 +288,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> SdpaBackward(
     const Tensor& cum_seq_k, c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
     const Tensor& philox_seed, const Tensor& philox_offset, std::optional<double> scale) {
   const char* name = "_scaled_dot_product_fused_attention_overrideable_backward";
-  TORCH_CHECK(Supported(q, k, v, bias, dropout_p), name,
+  TORCH_CHECK(Supported(q, k, v, bias, dropout_p, /*gqa=*/true), name,
               ": expects the inputs the forward accepted (4-D query, key and value, dropout_p == 0)");
   CheckTpu(name, grad_out, "grad_out");
   const bool has_bias = bias.defined();

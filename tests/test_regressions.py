@@ -1,4 +1,5 @@
-"""Bugs found by the OpInfo sweep and by training runs, each with the test that would have caught it."""
+"""Bugs found by the OpInfo sweep and by training runs, each with the test that
+would have caught it."""
 
 import torch
 import torch.nn.functional as F

@@ -154,8 +154,6 @@ static const std::string& ExtensionIdentity() {
   return id;
 }
 
-// The identity a persistent cache entry must carry to be loaded: the
-// plugin's and this extension build's.
 // Environment variables that change what a plugin compiles: XLA's debug
 // options (every XLA plugin parses XLA_FLAGS) and libtpu's arguments.
 static std::string CompilerEnvironment() {
@@ -167,6 +165,8 @@ static std::string CompilerEnvironment() {
   return s;
 }
 
+// The identity a persistent cache entry must carry to be loaded: the
+// plugin's, this extension build's and the compiler environment.
 static const std::string& CacheIdentity() {
   static const std::string id = Runtime::Get().client().plugin_identity() + "|" +
                                 ExtensionIdentity() + CompilerEnvironment();

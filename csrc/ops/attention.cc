@@ -56,8 +56,8 @@ Value SumHeads(Builder& b, Value x, int64_t hkv) {
   return ir::Reduce(b, r, ir::ConstantF(b, 0, b.type(x).dtype), {2}, "stablehlo.add");
 }
 
-// Attrs shared by both directions: ints = (precision, causal, has_bias,
-// compute dtype, ...); floats = (scale).
+// The attention weights of one direction's program (both directions take
+// ints = (precision, causal, has_bias, compute dtype, ...), floats = (scale)).
 struct Probs {
   Value p;  // softmax of the scores, 0 on rows with nothing to attend
   Value m, l;  // row max (0 where the row is all -inf) and row sum of exp
@@ -77,9 +77,8 @@ Probs Softmax(Builder& b, Value q, Value k, const Value* bias, bool causal, doub
                              ir::Cmp::GE);
     s = ir::Select(b, keep, s, ir::Full(b, ir::MinValue(b, ct), sd));
   }
-  const ir::Dims rd{sd[0], sd[1], sd[2]};
   Value m = ir::Reduce(b, s, ir::MinValue(b, ct), {3}, "stablehlo.maximum");
-  m = ir::Select(b, ir::Compare(b, m, ir::Full(b, ir::MinValue(b, ct), rd), ir::Cmp::EQ),
+  m = ir::Select(b, ir::Compare(b, m, ir::Full(b, ir::MinValue(b, ct), b.type(m).dims), ir::Cmp::EQ),
                  C(b, 0, m), m);
   Value e = ir::Unary(b, "stablehlo.exponential", Sub(b, s, Rows(b, m, sd)));
   Value l = ir::Reduce(b, e, ir::ConstantF(b, 0, ct), {3}, "stablehlo.add");

@@ -1,8 +1,10 @@
-"""Per-op time of a small cached op on tpu beside PyTorch CPU eager.
+"""Per-op time of a cached op on tpu beside PyTorch CPU eager.
 
-Runs the same op (an elementwise add of two small tensors, and a 64x64
+Runs the same op (elementwise ops on small and on 1 MB tensors, and a 64x64
 matmul) N times on each side in one process and prints microseconds per op
-and the tpu/CPU ratio. Usage: python benchmarks/op_latency.py [--iters N]
+and the tpu/CPU ratio. The 1 MB cases show the cost of fresh output pages
+on the CPU plugin (compare a run with TORCH_TPU_HOST_MALLOC_TUNING=0).
+Usage: python benchmarks/op_latency.py [--iters N]
 """
 
 import argparse
@@ -31,14 +33,16 @@ def main():
         ("add 128 f32", lambda a, b: torch.add(a, b), (128,)),
         ("mul_ 1024 f32 (in-place)", lambda a, b: a.mul_(b), (1024,)),
         ("mm 64x64 f32", lambda a, b: a @ b, (64, 64)),
+        ("add 512x512 f32 (1 MB)", lambda a, b: torch.add(a, b), (512, 512)),
+        ("mul_ 512x512 f32 (in-place)", lambda a, b: a.mul_(b), (512, 512)),
     ]
     print(f"device: {torch.tpu.get_device_name()}; {args.iters} iterations per case")
-    print(f"{'op':28s} {'cpu eager us':>13s} {'tpu strict us':>14s} {'tpu/cpu':>8s}")
+    print(f"{'op':30s} {'cpu eager us':>13s} {'tpu strict us':>14s} {'tpu/cpu':>8s}")
     for name, fn, shape in cases:
         xc, yc = torch.rand(shape) + 0.5, torch.rand(shape) + 0.5
         cpu = per_op_us(fn, xc.clone(), yc, args.iters, lambda o: None)
         tpu = per_op_us(fn, xc.to("tpu"), yc.to("tpu"), args.iters, lambda o: o.cpu())
-        print(f"{name:28s} {cpu:13.2f} {tpu:14.2f} {tpu / cpu:8.2f}")
+        print(f"{name:30s} {cpu:13.2f} {tpu:14.2f} {tpu / cpu:8.2f}")
 
 
 if __name__ == "__main__":

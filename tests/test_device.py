@@ -4,6 +4,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+import torch_tpu
+
 TPU = torch.device("tpu")
 
 
@@ -323,3 +325,38 @@ def test_randint_on_device_in_range_uniform_and_reproducible():
     assert torch.equal(torch.randint(-4, 6, (50000,), device="tpu").cpu(), x)
     with pytest.raises(RuntimeError, match="from"):
         torch.empty(3, device="tpu", dtype=torch.long).random_(5, 2)
+
+
+_MALLOC_TUNED_CODE = "import torch, torch_tpu; torch.tpu.init(); print(torch_tpu._C._host_malloc_tuned())"
+
+
+@pytest.mark.subprocesses(default=(_MALLOC_TUNED_CODE, None),
+                          off=(_MALLOC_TUNED_CODE, {"TORCH_TPU_HOST_MALLOC_TUNING": "0"}))
+def test_host_malloc_tuning_switch(subprocess_results):
+    torch.tpu.init()
+    on_cpu = torch_tpu._C._platform() == "cpu"
+    for name, expected in (("default", on_cpu), ("off", False)):
+        r = subprocess_results[name]
+        assert r.returncode == 0, f"rc={r.returncode}\n{r.stderr}"
+        assert r.stdout.strip().splitlines()[-1] == str(expected), (name, r.stdout)
+
+
+def test_outputs_reuse_host_pages_on_the_cpu_plugin():
+    # A 1 MB output is 256 pages; glibc's defaults gave each op fresh pages
+    # (one fault per page). With the tuning, freed outputs stay in the heap.
+    torch.tpu.init()
+    if not torch_tpu._C._host_malloc_tuned():
+        pytest.skip("host malloc tuning applies to the CPU plugin")
+    resource = pytest.importorskip("resource")
+    a, b = torch.randn(512, 512, device="tpu"), torch.randn(512, 512, device="tpu")
+    for _ in range(300):  # the heap reaches its steady size
+        out = a + b
+    torch.tpu.synchronize()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(500):
+        out = a + b
+    torch.tpu.synchronize()
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 500
+    # Measured here: 0.5-5 per op tuned, 22-66 with glibc's defaults.
+    assert faults < 12, f"{faults:.1f} page faults per 1 MB op"
+    torch.testing.assert_close(out.cpu(), a.cpu() + b.cpu())

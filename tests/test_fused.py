@@ -119,6 +119,28 @@ def test_scoped_mode_covers_backward_and_backward_end_flushes():
                                rtol=1e-5, atol=1e-5)
 
 
+def test_backward_launches_the_forward_graph_first(highest_matmul_precision):
+    # The first op of a backward pass launches what was recorded before it:
+    # the forward runs while the backward is traced, as its own program.
+    xc = torch.randn(48, 48)
+    x = xc.to("tpu").requires_grad_()
+    seen = []
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        h = (x @ x).tanh()
+        h.register_hook(lambda g: seen.append(torch_tpu.is_materialized(h)))
+        loss = (h * h).sum()
+        assert not torch_tpu.is_materialized(h)
+        before = torch.tpu._get_cache_stats()["launches"]
+        loss.backward()
+        launches = torch.tpu._get_cache_stats()["launches"] - before
+        assert torch_tpu._C._pending_ops() == 0
+    assert seen == [True]
+    assert launches == 2  # the forward, then the backward
+    xr = xc.clone().requires_grad_()
+    (torch.tanh(xr @ xr) ** 2).sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), xr.grad, rtol=1e-4, atol=1e-4)
+
+
 def test_scoped_precision_covers_backward():
     a = torch.randn(16, 512)
     w = torch.randn(512, 8)

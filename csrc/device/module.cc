@@ -32,15 +32,18 @@ void RegisterDistHarness(py::module& m);  // dist/harness.cc
 namespace tpu::device {
 namespace {
 
-// Fused Eager: the end of a backward pass is a materialization point. The
-// first tpu op of each backward graph task queues a flush for its end.
-void FlushAtEndOfBackward() {
+// Fused Eager: a backward pass is cut from what came before it and flushed
+// at its end. Called before each deferred op; on the first tpu op of a
+// backward graph task it queues a flush for the task's end and returns true
+// (the executor then launches the ops recorded before it).
+bool StartOfBackward() {
   static thread_local int last_task = -1;
   const int task = torch::autograd::get_current_graph_task_id();
-  if (task == -1 || task == last_task) return;
+  if (task == -1 || task == last_task) return false;
   last_task = task;
   torch::autograd::Engine::get_default_engine().queue_callback(
       [] { lazy::Executor::Get().Flush(); });
+  return true;
 }
 
 // The innermost Python frame outside torch and torch_tpu, as an interned
@@ -181,6 +184,7 @@ PYBIND11_MODULE(_C, m) {
     lazy::Runtime::Configure({std::move(explicit_path), std::move(platform), std::move(dirs)});
   });
   m.def("_is_initialized", &lazy::Runtime::initialized);
+  m.def("_host_malloc_tuned", &lazy::Runtime::host_malloc_tuned);
   m.def("_init", [] { device::Rt(); });
   m.def("_device_count", [] { return static_cast<int>(device::VisibleDevices()); });
   m.def("_process_device", [] { return static_cast<int>(device::ProcessDevice()); });
@@ -277,6 +281,6 @@ PYBIND11_MODULE(_C, m) {
     static const lazy::Lowering op{"torch_tpu::_debug_failing_op", &device::FailingLowering};
     return ops::Run1(op, {}, {ops::OperandOf(t)}, ops::TypeOf(t.sizes(), t.scalar_type()));
   });
-  lazy::Executor::Get().set_fused_hook(&device::FlushAtEndOfBackward);
+  lazy::Executor::Get().set_fused_hook(&device::StartOfBackward);
   m.def("_default_generator", [] { return device::DefaultGenerator(); });
 }

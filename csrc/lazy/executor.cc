@@ -363,6 +363,13 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<
   const std::string* where = nullptr;
   if (g_where != nullptr && CurrentMode() == EagerMode::kDeferAndFuse && !capturing_) where = g_where();
   std::lock_guard<std::recursive_mutex> lock(exec_mu_);
+  const EagerMode mode = CurrentMode();
+  // The first op of a backward pass launches the forward graph recorded so
+  // far: it runs while the backward is traced, and its activations become
+  // buffers of their own instead of one temporary block for the whole step.
+  if (mode == EagerMode::kDeferAndFuse && !capturing_ && fused_hook_ && fused_hook_() &&
+      !pending_.empty())
+    FlushLocked();
   auto rec = std::make_shared<PendingOp>();
   rec->op = op;
   rec->where = where;
@@ -398,7 +405,6 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<
     if (o.slot) o.slot->node = node;
     results.push_back(std::move(node));
   }
-  const EagerMode mode = CurrentMode();
   uint64_t sig = 0;
   if (mode == EagerMode::kDeferAndFuse && !capturing_) {
     // The op's structure (not its data): name, attrs, input views.
@@ -416,9 +422,8 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<
     // The whole captured graph becomes one program.
   } else if (mode != EagerMode::kDeferAndFuse) {
     FlushLocked();
-  } else {
-    if (fused_hook_) fused_hook_();
-    if (ShouldCut(sig)) FlushLocked();
+  } else if (ShouldCut(sig)) {
+    FlushLocked();
   }
   if (mode == EagerMode::kDeferNeverLaunchBlocking && !capturing_) {
     for (const NodePtr& n : results) {

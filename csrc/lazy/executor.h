@@ -114,7 +114,7 @@ class Executor {
 
   // Called before each op is recorded in Fused Eager (the extension uses it
   // to flush at the end of a backward pass).
-  void set_fused_hook(void (*hook)()) { fused_hook_ = hook; }
+  void set_fused_hook(bool (*hook)()) { fused_hook_ = hook; }
 
   // The persistent cache. `dir` empty disables it.
   void ConfigureDiskCache(std::string dir);
@@ -156,7 +156,7 @@ class Executor {
   std::vector<uint64_t> history_;  // op signatures, most recent last
   size_t period_ = 0;              // detected period of the stream, 0 if none
   bool capturing_ = false, capture_broken_ = false;
-  void (*fused_hook_)() = nullptr;
+  bool (*fused_hook_)() = nullptr;
   std::vector<std::pair<std::weak_ptr<BufferNode>, std::function<void(uint64_t*)>>> rng_nodes_;
 
   std::mutex mu_;  // the cache and stats

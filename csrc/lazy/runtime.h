@@ -33,6 +33,8 @@ class Runtime {
   // The runtime, creating the client on first call (lazy init, like CUDA).
   static Runtime& Get();
   static bool initialized();
+  // Whether glibc's malloc was tuned for the CPU plugin (see runtime.cc).
+  static bool host_malloc_tuned();
 
   pjrt::Client& client() { return *client_; }
   const std::string& platform() const { return platform_; }

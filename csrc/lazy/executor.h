@@ -112,8 +112,9 @@ class Executor {
   // Runs a captured program on `args` and returns its results, ready nodes.
   std::vector<NodePtr> Launch(const Captured& c, const std::vector<NodePtr>& args);
 
-  // Called before each op is recorded in Fused Eager (the extension uses it
-  // to flush at the end of a backward pass).
+  // Called before each op is recorded in Fused Eager; true when the op is
+  // the first of a backward pass (the extension also queues a flush for the
+  // pass's end), and the ops recorded before it are then launched.
   void set_fused_hook(bool (*hook)()) { fused_hook_ = hook; }
 
   // The persistent cache. `dir` empty disables it.

@@ -1,5 +1,6 @@
 #include "lazy/runtime.h"
 
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -35,7 +36,7 @@ void KeepCpuDotsOffXnnpack() {
   setenv("XLA_FLAGS", flags.c_str(), 1);
 }
 
-bool g_host_malloc_tuned = false;
+std::atomic<bool> g_host_malloc_tuned{false};
 
 // On the CPU plugin device memory is host memory from glibc's malloc, and
 // every program allocates its outputs afresh. glibc's defaults hand a freed
@@ -44,8 +45,7 @@ bool g_host_malloc_tuned = false;
 // the same size faults in and zeroes every page again: an elementwise op on
 // a 1 MB tensor spent three quarters of its time in page faults. Keeping
 // blocks up to 32 MB in the arenas and not trimming below 128 MB lets
-// outputs reuse warm pages, as PyTorch's CPU tensors do under its own
-// allocation pattern. This is process-wide (PyTorch's CPU allocations use
+// outputs reuse warm pages. This is process-wide (PyTorch's CPU tensors use
 // the same malloc); TORCH_TPU_HOST_MALLOC_TUNING=0 leaves glibc's defaults.
 void TuneHostMalloc() {
 #if defined(__GLIBC__)
@@ -57,7 +57,7 @@ void TuneHostMalloc() {
 }
 }  // namespace
 
-bool Runtime::host_malloc_tuned() { return g_host_malloc_tuned; }
+bool Runtime::host_malloc_tuned() { return g_host_malloc_tuned.load(); }
 
 void Runtime::Configure(PluginConfig cfg) {
   std::lock_guard<std::mutex> lock(g_mu);

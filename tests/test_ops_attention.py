@@ -95,6 +95,28 @@ def test_sdpa_fully_masked_rows_are_zero(highest_matmul_precision):
     got = F.scaled_dot_product_attention(*(q.to("tpu"),) * 3, attn_mask=mask.to("tpu")).cpu()
     assert_close(got, F.scaled_dot_product_attention(q, q, q, attn_mask=mask), rtol=1e-4, atol=1e-5)
     assert torch.equal(got[:, :, 2], torch.zeros(1, 2, 4))
+    # Gradients too: the backward rebuilds the weights from the forward's
+    # log-sum-exp, which is -inf on the masked row.
+    grads = []
+    for dev in ("cpu", "tpu"):
+        qs = [t.detach().to(dev).requires_grad_() for t in (q, q.flip(2), q.flip(3))]
+        out = F.scaled_dot_product_attention(*qs, attn_mask=mask.to(dev))
+        out.backward(torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(dev))
+        grads.append([t.grad.cpu() for t in qs])
+    for got_g, want_g in zip(grads[1], grads[0]):
+        assert_close(got_g, want_g, rtol=1e-4, atol=1e-5)
+    assert torch.equal(grads[1][0][:, :, 2], torch.zeros(1, 2, 4))
+
+
+def test_sdpa_backward_checks_its_logsumexp():
+    q = torch.randn(1, 2, 5, 4, device="tpu")
+    fwd = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    bwd = torch.ops.aten._scaled_dot_product_fused_attention_overrideable_backward
+    out, lse = fwd(q, q, q, None, 0.0, False, False)[:2]
+    for bad in (out, lse[0]):
+        with pytest.raises(RuntimeError, match=r"backward: expects the forward's logsumexp.*\[1, 2, 5\]"):
+            bwd(out, q, q, q, None, [True, True, True, False], out, bad, None, None, 5, 5, 0.0, False,
+                lse, lse)
 
 
 def test_sdpa_cases_left_to_the_math_path(highest_matmul_precision):

@@ -63,9 +63,10 @@ struct Probs {
   Value m, l;  // row max (0 where the row is all -inf) and row sum of exp
 };
 
-// softmax(q k^T * scale + bias, masked) for q [B,H,L,E], k [B,H,S,E].
-Probs Softmax(Builder& b, Value q, Value k, const Value* bias, bool causal, double scale,
-              Precision p, DType ct) {
+// q k^T * scale + bias, masked, for q [B,H,L,E], k [B,H,S,E]: [B,H,L,S]
+// with the lowest finite value where a key is masked out.
+Value Scores(Builder& b, Value q, Value k, const Value* bias, bool causal, double scale,
+             Precision p, DType ct) {
   const ir::Dims qd = b.type(q).dims, kd = b.type(k).dims;
   const ir::Dims sd{qd[0], qd[1], qd[2], kd[2]};
   Value s = PreciseDot(b, q, k, ir::DotDims{{0, 1}, {0, 1}, {3}, {3}}, ir::TensorType{ct, sd}, p);
@@ -77,6 +78,14 @@ Probs Softmax(Builder& b, Value q, Value k, const Value* bias, bool causal, doub
                              ir::Cmp::GE);
     s = ir::Select(b, keep, s, ir::Full(b, ir::MinValue(b, ct), sd));
   }
+  return s;
+}
+
+// softmax of Scores(...).
+Probs Softmax(Builder& b, Value q, Value k, const Value* bias, bool causal, double scale,
+              Precision p, DType ct) {
+  Value s = Scores(b, q, k, bias, causal, scale, p, ct);
+  const ir::Dims sd = b.type(s).dims;
   Value m = ir::Reduce(b, s, ir::MinValue(b, ct), {3}, "stablehlo.maximum");
   m = ir::Select(b, ir::Compare(b, m, ir::Full(b, ir::MinValue(b, ct), b.type(m).dims), ir::Cmp::EQ),
                  C(b, 0, m), m);
@@ -127,9 +136,12 @@ Value ReduceTo(Builder& b, Value g, const ir::Dims& dims) {
   return ir::Reshape(b, g, dims);
 }
 
-// ins = (grad_out, q, k, v, [bias]); ints = (precision, causal, has_bias,
-// compute, want q, k, v, bias, perm q x4, perm k x4, perm v x4); floats =
-// (scale). Outputs: the wanted gradients, q/k/v ones in their perm order.
+// ins = (grad_out, q, k, v, logsumexp, [bias]); ints = (precision, causal,
+// has_bias, compute, want q, k, v, bias, perm q x4, perm k x4, perm v x4);
+// floats = (scale). Outputs: the wanted gradients, q/k/v ones in their perm
+// order. The weights are recomputed from the scores and the forward's
+// log-sum-exp (exp(s - lse)), as flash attention's backward does: no row
+// max or row sum again.
 VS LowerSdpaBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const auto p = static_cast<Precision>(a.ints[0]);
   const auto ct = static_cast<DType>(a.ints[3]);
@@ -139,10 +151,17 @@ VS LowerSdpaBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   const int64_t hq = b.type(q).dims[1], hkv = b.type(in[2]).dims[1];
   Value k = RepeatHeads(b, ir::Convert(b, in[2], ct), hq);
   Value v = RepeatHeads(b, ir::Convert(b, in[3], ct), hq);
-  const Value* bias = a.ints[2] ? &in[4] : nullptr;
-  Probs s = Softmax(b, q, k, bias, a.ints[1] != 0, scale, p, ct);
+  const Value* bias = a.ints[2] ? &in[5] : nullptr;
+  Value scores = Scores(b, q, k, bias, a.ints[1] != 0, scale, p, ct);
   const ir::Dims qd = b.type(q).dims, kd = b.type(k).dims, vd = b.type(v).dims;
   const ir::Dims sd{qd[0], qd[1], qd[2], kd[2]};
+  // A row with nothing to attend has lse = -inf; taken as 0 there, its
+  // masked scores (lowest finite value, or -inf from a float mask) give
+  // weights exp(score) = 0, as in the forward.
+  Value lse = ir::Convert(b, in[4], ct);
+  Value empty = ir::Compare(b, lse, ir::Full(b, ir::MinValue(b, ct), b.type(lse).dims), ir::Cmp::LE);
+  lse = ir::Select(b, empty, C(b, 0, lse), lse);
+  Probs s{ir::Unary(b, "stablehlo.exponential", Sub(b, scores, Rows(b, lse, sd))), {}, {}};
   const ir::DotDims batch_rows{{0, 1}, {0, 1}, {3}, {3}};
   Value dp = PreciseDot(b, dout, v, batch_rows, ir::TensorType{ct, sd}, p);
   Value rowdot = ir::Reduce(b, Mul(b, s.p, dp), ir::ConstantF(b, 0, ct), {3}, "stablehlo.add");
@@ -306,7 +325,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> SdpaBackward(
   }
   if (want[3]) types.push_back(TypeOf(bias.sizes(), bias.scalar_type()));
   if (types.empty()) return {res[0], res[1], res[2], res[3]};
-  std::vector<lazy::Operand> in{OperandOf(grad_out), OperandOf(q), OperandOf(k), OperandOf(v)};
+  TORCH_CHECK(logsumexp.defined() && logsumexp.dim() == 3 && logsumexp.size(0) == q.size(0) &&
+                  logsumexp.size(1) == q.size(1) && logsumexp.size(2) == q.size(2) &&
+                  at::isFloatingType(logsumexp.scalar_type()),
+              name, ": expects the forward's logsumexp, a floating tensor of shape [",
+              q.size(0), ", ", q.size(1), ", ", q.size(2), "]",
+              logsumexp.defined() ? ", got " + std::string(at::toString(logsumexp.scalar_type())) +
+                                        " of shape " + c10::str(logsumexp.sizes())
+                                  : std::string(", got an undefined tensor"));
+  CheckTpu(name, logsumexp, "logsumexp");
+  std::vector<lazy::Operand> in{OperandOf(grad_out), OperandOf(q), OperandOf(k), OperandOf(v),
+                                OperandOf(logsumexp)};
   if (has_bias) in.push_back(OperandOf(bias));
   auto r = Run(kSdpaBackward, {attrs, {ScaleOf(q, scale)}, {}}, in, types);
   size_t n = 0;

@@ -94,12 +94,16 @@ def worker(args):
     with torch_tpu.eager_mode(mode), torch_tpu.precision(prec):
         t0 = time.perf_counter()
         first_loss = run().item()
+        if device == "tpu":
+            torch.tpu.synchronize()  # the step's backward and optimizer, not just its loss
         first = time.perf_counter() - t0
         for _ in range(args.warmup):
             run().item()
         t0 = time.perf_counter()
         for _ in range(args.steps):
             loss = run().item()
+        if device == "tpu":
+            torch.tpu.synchronize()
         sps = args.steps / (time.perf_counter() - t0)
     stats = torch.tpu._get_cache_stats()
     print("RESULT " + json.dumps({

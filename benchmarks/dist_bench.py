@@ -70,6 +70,8 @@ def worker(args):
             for _ in range(args.steps):
                 loss = step()
             loss.item()
+            if dev == "tpu":
+                torch_tpu.synchronize()  # the last backward and optimizer step too
             result[dev] = args.steps * args.batch * w / (time.perf_counter() - t0)
     if r == 0:
         print("RESULT " + json.dumps(result))

@@ -38,6 +38,8 @@ model = GPT(seq={seq}).to({device!r})
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 idx = torch.randint(0, 1024, (8, {seq})).to({device!r})
 loss = train_step(model, opt, idx, idx).item()
+if {device!r} == "tpu":
+    torch.tpu.synchronize()  # the step's backward and optimizer too, not just its loss
 s = torch.tpu._get_cache_stats() if {device!r} == "tpu" else dict(compiles=0, disk_hits=0)
 print("RESULT", time.perf_counter() - t0, s["compiles"], s["disk_hits"], loss, t_import, t_dynamo)
 """

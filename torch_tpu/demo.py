@@ -41,10 +41,16 @@ def train(model, x, y, device, steps, batch, log_every):
     losses = []
     curve = []
     warmup = min(10, steps // 2)  # the first steps compile the programs
+
+    def wait():
+        if torch.device(device).type == "tpu":
+            torch.tpu.synchronize()
+
     t0 = time.perf_counter()
     for step in range(steps):
         if step == warmup:
             losses[-1].item()
+            wait()
             t_warm = time.perf_counter()
         lo = (step * batch) % n
         xb, yb = xd[lo:lo + batch], yd[lo:lo + batch]
@@ -55,7 +61,8 @@ def train(model, x, y, device, steps, batch, log_every):
         losses.append(loss.detach())
         if (step + 1) % log_every == 0 or step == 0:
             curve.append((step + 1, losses[-1].item()))
-    final = losses[-1].item()  # waits for the last step
+    final = losses[-1].item()
+    wait()  # the last step's backward and optimizer too, not just its loss
     t_end = time.perf_counter()
     return curve, final, (steps - warmup) / (t_end - t_warm), t_warm - t0
 

@@ -80,5 +80,6 @@ def main():
     print(f"first step vs PyTorch CPU eager's in a fresh process: cold {first(cold) / first(cpu):.1f}x, "
           f"warm {first(warm) / first(cpu):.1f}x")
 
+
 if __name__ == "__main__":
     main()

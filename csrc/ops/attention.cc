@@ -161,11 +161,11 @@ VS LowerSdpaBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   Value lse = ir::Convert(b, in[4], ct);
   Value empty = ir::Compare(b, lse, ir::Full(b, ir::MinValue(b, ct), b.type(lse).dims), ir::Cmp::LE);
   lse = ir::Select(b, empty, C(b, 0, lse), lse);
-  Probs s{ir::Unary(b, "stablehlo.exponential", Sub(b, scores, Rows(b, lse, sd))), {}, {}};
+  Value w = ir::Unary(b, "stablehlo.exponential", Sub(b, scores, Rows(b, lse, sd)));
   const ir::DotDims batch_rows{{0, 1}, {0, 1}, {3}, {3}};
   Value dp = PreciseDot(b, dout, v, batch_rows, ir::TensorType{ct, sd}, p);
-  Value rowdot = ir::Reduce(b, Mul(b, s.p, dp), ir::ConstantF(b, 0, ct), {3}, "stablehlo.add");
-  Value ds = Mul(b, s.p, Sub(b, dp, Rows(b, rowdot, sd)));
+  Value rowdot = ir::Reduce(b, Mul(b, w, dp), ir::ConstantF(b, 0, ct), {3}, "stablehlo.add");
+  Value ds = Mul(b, w, Sub(b, dp, Rows(b, rowdot, sd)));
   VS r;
   size_t o = 0;
   if (a.ints[4]) {
@@ -178,7 +178,7 @@ VS LowerSdpaBackward(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
     r.push_back(Stored(b, dk, out[o++].dtype, PermAt(a, 12)));
   }
   if (a.ints[6]) {
-    Value dv = PreciseDot(b, s.p, dout, ir::DotDims{{0, 1}, {0, 1}, {2}, {2}},
+    Value dv = PreciseDot(b, w, dout, ir::DotDims{{0, 1}, {0, 1}, {2}, {2}},
                           ir::TensorType{ct, {kd[0], kd[1], kd[2], vd[3]}}, p);
     r.push_back(Stored(b, SumHeads(b, dv, hkv), out[o++].dtype, PermAt(a, 16)));
   }
@@ -325,14 +325,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> SdpaBackward(
   }
   if (want[3]) types.push_back(TypeOf(bias.sizes(), bias.scalar_type()));
   if (types.empty()) return {res[0], res[1], res[2], res[3]};
-  TORCH_CHECK(logsumexp.defined() && logsumexp.dim() == 3 && logsumexp.size(0) == q.size(0) &&
-                  logsumexp.size(1) == q.size(1) && logsumexp.size(2) == q.size(2) &&
-                  at::isFloatingType(logsumexp.scalar_type()),
-              name, ": expects the forward's logsumexp, a floating tensor of shape [",
-              q.size(0), ", ", q.size(1), ", ", q.size(2), "]",
-              logsumexp.defined() ? ", got " + std::string(at::toString(logsumexp.scalar_type())) +
-                                        " of shape " + c10::str(logsumexp.sizes())
-                                  : std::string(", got an undefined tensor"));
+  const std::vector<int64_t> lse_sizes{q.size(0), q.size(1), q.size(2)};
+  TORCH_CHECK(logsumexp.defined(), name, ": expects the forward's logsumexp, got an undefined tensor");
+  TORCH_CHECK(logsumexp.sizes() == lse_sizes && at::isFloatingType(logsumexp.scalar_type()), name,
+              ": expects the forward's logsumexp, a floating tensor of shape ", c10::IntArrayRef(lse_sizes),
+              ", got ", logsumexp.scalar_type(), " of shape ", logsumexp.sizes());
   CheckTpu(name, logsumexp, "logsumexp");
   std::vector<lazy::Operand> in{OperandOf(grad_out), OperandOf(q), OperandOf(k), OperandOf(v),
                                 OperandOf(logsumexp)};

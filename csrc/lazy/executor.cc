@@ -168,8 +168,11 @@ static std::string CompilerEnvironment() {
 // The identity a persistent cache entry must carry to be loaded: the
 // plugin's, this extension build's and the compiler environment.
 static const std::string& CacheIdentity() {
-  static const std::string id = Runtime::Get().client().plugin_identity() + "|" +
-                                ExtensionIdentity() + CompilerEnvironment();
+  // The runtime first: starting it may add to XLA_FLAGS (runtime.cc).
+  static const std::string id = [] {
+    std::string plugin = Runtime::Get().client().plugin_identity();
+    return plugin + "|" + ExtensionIdentity() + CompilerEnvironment();
+  }();
   return id;
 }
 

@@ -46,6 +46,15 @@ CASES = {
     "value_dim": dict(Ev=10),
     "grouped_query_heads": dict(enable_gqa=True, H=4, Hkv=2),
     "grouped_query_heads_causal": dict(enable_gqa=True, is_causal=True, H=6, Hkv=2),
+    # From 256 query rows causal attention runs by blocks of rows, each
+    # seeing only the keys up to its last row: two blocks, uneven blocks
+    # (400 rows in 3), fewer keys than some blocks' rows, keys no row sees.
+    "causal_row_blocks": dict(is_causal=True, L=256, S=256),
+    "causal_row_blocks_uneven": dict(is_causal=True, L=400, S=400),
+    "causal_row_blocks_fewer_keys": dict(is_causal=True, L=256, S=100),
+    "causal_row_blocks_more_keys": dict(is_causal=True, L=260, S=300),
+    "causal_row_blocks_grouped_heads": dict(enable_gqa=True, is_causal=True, H=4, Hkv=2, L=384,
+                                            S=384),
 }
 
 

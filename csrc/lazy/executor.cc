@@ -359,12 +359,23 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
   return entry->exe;
 }
 
+// The calling thread's BeginBatch depth.
+thread_local int t_batch_depth = 0;
+
+void Executor::BeginBatch() { ++t_batch_depth; }
+
+void Executor::EndBatch() {
+  if (t_batch_depth > 0 && --t_batch_depth == 0) Flush();
+}
+
 std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<Operand> inputs,
                                    std::vector<OutputTarget> outputs) {
-  // Fused Eager reports failures later than the op returns: remember the
-  // user's line (before taking the lock: the hook takes the GIL).
+  const bool batching = t_batch_depth > 0;
+  // Fused Eager and batches report failures later than the op returns:
+  // remember the user's line (before taking the lock: the hook takes the GIL).
   const std::string* where = nullptr;
-  if (g_where != nullptr && CurrentMode() == EagerMode::kDeferAndFuse && !capturing_) where = g_where();
+  if (g_where != nullptr && (batching || CurrentMode() == EagerMode::kDeferAndFuse) && !capturing_)
+    where = g_where();
   std::lock_guard<std::recursive_mutex> lock(exec_mu_);
   const EagerMode mode = CurrentMode();
   // The first op of a backward pass launches the forward graph recorded so
@@ -423,12 +434,14 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<
   pending_.push_back(std::move(rec));
   if (capturing_) {
     // The whole captured graph becomes one program.
+  } else if (batching) {
+    if (pending_.size() >= max_pending_) FlushLocked();
   } else if (mode != EagerMode::kDeferAndFuse) {
     FlushLocked();
   } else if (ShouldCut(sig)) {
     FlushLocked();
   }
-  if (mode == EagerMode::kDeferNeverLaunchBlocking && !capturing_) {
+  if (mode == EagerMode::kDeferNeverLaunchBlocking && !capturing_ && !batching) {
     for (const NodePtr& n : results) {
       if (n->failed()) throw std::runtime_error(n->error());
       try {

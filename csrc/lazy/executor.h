@@ -86,6 +86,12 @@ class Executor {
                            std::vector<OutputTarget> outputs);
   // Launches everything recorded so far as one program.
   void Flush();
+  // Between BeginBatch and EndBatch the calling thread's ops are recorded
+  // and not launched, whatever the mode (up to the pending-op limit);
+  // EndBatch launches them as one program. Nests. Used by the foreach ops
+  // (ops/foreach.cc) in Strict Eager.
+  void BeginBatch();
+  void EndBatch();
   // Makes `node` ready (flushing if it is deferred); raises its error.
   void Materialize(const NodePtr& node);
   size_t pending() const;

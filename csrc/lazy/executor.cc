@@ -370,12 +370,12 @@ void Executor::EndBatch() {
 
 std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<Operand> inputs,
                                    std::vector<OutputTarget> outputs) {
+  // Fused Eager reports failures later than the op returns: remember the
+  // user's line (before taking the lock: the hook takes the GIL). A batch
+  // raises its failures before the foreach op that made it returns.
   const bool batching = t_batch_depth > 0;
-  // Fused Eager and batches report failures later than the op returns:
-  // remember the user's line (before taking the lock: the hook takes the GIL).
   const std::string* where = nullptr;
-  if (g_where != nullptr && (batching || CurrentMode() == EagerMode::kDeferAndFuse) && !capturing_)
-    where = g_where();
+  if (g_where != nullptr && CurrentMode() == EagerMode::kDeferAndFuse && !capturing_) where = g_where();
   std::lock_guard<std::recursive_mutex> lock(exec_mu_);
   const EagerMode mode = CurrentMode();
   // The first op of a backward pass launches the forward graph recorded so

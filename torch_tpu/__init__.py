@@ -77,51 +77,6 @@ def _wrap_set_float32_matmul_precision():
 _wrap_set_float32_matmul_precision()
 
 
-def _keep_tied_parameters_on_conversion():
-    """Module.to("tpu") (and back) keeps shared parameters shared.
-
-    nn.Module._apply converts a parameter in place (``param.data = ...``)
-    only between in-tree dense backends; for any other device it makes a
-    new Parameter per module, so weights tied across modules (embeddings and
-    LM heads) would come apart. Conversions that involve tpu therefore use
-    PyTorch's swap path (torch.utils.swap_tensors, the future default),
-    which keeps each Parameter object and so every tie; where a parameter
-    cannot be swapped, the ordinary path runs.
-    """
-    import functools
-
-    def wrap(method, target_device):
-        @functools.wraps(method)
-        def converted(self, *args, **kwargs):
-            device = target_device(*args, **kwargs)
-            involves_tpu = (device is not None and torch.device(device).type == "tpu") or any(
-                p.device.type == "tpu" for p in self.parameters())
-            if not involves_tpu or torch.__future__.get_swap_module_params_on_conversion():
-                return method(self, *args, **kwargs)
-            torch.__future__.set_swap_module_params_on_conversion(True)
-            try:
-                return method(self, *args, **kwargs)
-            except RuntimeError as e:
-                if "Couldn't swap" not in str(e):
-                    raise
-                torch.__future__.set_swap_module_params_on_conversion(False)
-                return method(self, *args, **kwargs)
-            finally:
-                torch.__future__.set_swap_module_params_on_conversion(False)
-
-        converted._torch_tpu_wrapped = True
-        return converted
-
-    module = torch.nn.Module
-    if not getattr(module.to, "_torch_tpu_wrapped", False):
-        module.to = wrap(module.to, lambda *a, **k: torch._C._nn._parse_to(*a, **k)[0])
-    if hasattr(module, "tpu") and not getattr(module.tpu, "_torch_tpu_wrapped", False):
-        module.tpu = wrap(module.tpu, lambda *a, **k: "tpu")
-    if not getattr(module.cpu, "_torch_tpu_wrapped", False):
-        module.cpu = wrap(module.cpu, lambda *a, **k: "cpu")
-
-
-_keep_tied_parameters_on_conversion()
 from ._dynamo import mark_dynamic  # noqa: E402,F401
 from ._modes import (  # noqa: E402,F401
     EagerMode, cpu_fallback_mode, eager_mode, get_eager_mode, is_materialized, set_eager_mode,
@@ -131,6 +86,10 @@ from ._modes import (  # noqa: E402,F401
 from . import distributed as _distributed  # noqa: E402
 
 _distributed._register()
+
+# torch.autocast("tpu") casts to bfloat16 unless told otherwise: the low
+# precision a TPU's matrix unit takes (CUDA's default, float16, is a GPU's).
+torch.set_autocast_dtype("tpu", torch.bfloat16)
 
 if env.cpu_fallback == "1":
     _C._set_cpu_fallback(True)

@@ -230,6 +230,34 @@ def empty_cache() -> None:
     """Nothing is cached: a buffer is freed when its last tensor dies."""
 
 
+def set_per_process_memory_fraction(fraction: float, device: _Device = None) -> None:
+    """Limits this process's tpu memory to `fraction` of the device's total
+    (physical memory on the CPU plugin). An allocation past the limit raises
+    torch.OutOfMemoryError, as on CUDA."""
+    _index(device)
+    _lazy_init()
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _C._set_memory_fraction(fraction)
+
+
+def get_per_process_memory_fraction(device: _Device = None) -> float:
+    _index(device)
+    _lazy_init()
+    return _C._memory_fraction()
+
+
+def mem_get_info(device: _Device = None):
+    """(free, total) bytes for this process on the device."""
+    _index(device)
+    _lazy_init()
+    total = _C._total_memory()
+    limit = int(total * _C._memory_fraction())
+    return max(limit - memory_allocated(device), 0), total
+
+
 # --------------------------------------------------------------- streams ----
 # One in-order stream per device: work is ordered by data dependencies
 # inside PJRT, and synchronizing waits for everything submitted.

@@ -710,13 +710,11 @@ def shared_parameters(model: torch.nn.Module) -> List[Tuple[str, ...]]:
 def to_tpu(initial: torch.nn.Module) -> torch.nn.Module:
     """A deep copy of `initial` on tpu, with the same tied weights.
 
-    ``nn.Module.to("tpu")`` unties shared parameters: for a PrivateUse1
-    device ``torch._has_compatible_shallow_copy_type(cpu, tpu)`` is False, so
-    ``Module._apply`` makes a new Parameter for every module that holds the
-    shared one (torch_xla devices behave the same). As transformers' Trainer
-    does after moving a model to an XLA device, the weights are tied again
-    with ``model.tie_weights()``; the "tied-weights" row reports the untying
-    itself.
+    ``nn.Module.to("tpu")`` converts parameters in place, as for CUDA
+    (torch_tpu answers ``torch._has_compatible_shallow_copy_type(cpu, tpu)``
+    with True), so shared parameters stay shared; a model that ties by
+    other means is tied again with ``model.tie_weights()`` as transformers'
+    Trainer does. The "tied-weights" row checks the conversion itself.
     """
     expected = shared_parameters(initial)
     model = copy.deepcopy(initial).to("tpu")

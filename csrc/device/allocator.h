@@ -27,6 +27,9 @@ class TpuAllocator final : public c10::DeviceAllocator {
 };
 
 TpuAllocator* GetTpuAllocator();
+// Raises torch.OutOfMemoryError, with the figures CUDA's message gives, when
+// `nbytes` more would exceed what this process may hold on the device.
+void CheckCanAllocate(size_t nbytes);
 
 // guard.cc: the index of this process's device (LOCAL_RANK under torchrun
 // with one device per process, else 0), the number of device indices that

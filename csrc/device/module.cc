@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/graph_task.h>
 #include <torch/extension.h>
+#include <torch/csrc/Exceptions.h>
 
 #include "device/fallback.h"
 #include "device/allocator.h"
@@ -10,6 +11,7 @@
 #include "lazy/executor.h"
 #include "lazy/modes.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 #include "lazy/runtime.h"
 #include "lazy/where.h"
 
@@ -208,7 +210,12 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
   lazy::SetWarnHandler(&device::WarnAsTorch);
-  m.def("_synchronize", &device::SynchronizeAll);
+  m.def("_synchronize", [] {
+    HANDLE_TH_ERRORS
+    device::SynchronizeAll();
+    ops::RaisePendingIndexErrors();  // a device-side index error surfaces here
+    END_HANDLE_TH_ERRORS_PYBIND
+  });
   m.def("_flush", [] {
     py::gil_scoped_release no_gil;
     lazy::Executor::Get().Flush();
@@ -257,6 +264,9 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_memory_stats", &device::MemoryStats);
   m.def("_reset_peak_memory_stats", [] { device::Rt().reset_peak(); });
+  m.def("_set_memory_fraction", [](double f) { device::Rt().set_memory_fraction(f); });
+  m.def("_memory_fraction", [] { return device::Rt().memory_fraction(); });
+  m.def("_total_memory", [] { return device::Rt().total_memory(); });
   m.def("_cache_stats", &device::CacheStats);
   m.def("_clear_cache", [] {
     py::gil_scoped_release no_gil;

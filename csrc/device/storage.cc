@@ -15,6 +15,7 @@
 #include "lazy/executor.h"
 #include "lazy/views.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 #include "ir/ops.h"
 #include "ops/lowerings.h"
 
@@ -107,6 +108,54 @@ const Tensor& resize_(const Tensor& self, at::IntArrayRef size,
   return self;
 }
 
+// set_: point a tensor at (part of) a storage, as torch.load's rebuild and
+// UntypedStorage.copy_ do. Only metadata changes; a storage too small for
+// the new sizes grows, keeping its value.
+Tensor& set_storage(Tensor& self, c10::Storage source, int64_t offset, at::IntArrayRef size,
+                    at::IntArrayRef stride) {
+  at::native::checkSetStorage(self, source, offset, size, stride);
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_offset(offset);
+  if (stride.data() != nullptr) {
+    impl->set_sizes_and_strides(size, stride);
+  } else {
+    impl->set_sizes_contiguous(size);
+  }
+  const size_t needed = static_cast<size_t>(at::detail::computeStorageNbytes(
+      self.sizes(), self.strides(), self.element_size(), offset));
+  if (self.numel() > 0 && needed > self.storage().nbytes())
+    ResizeStorageBytes(self.storage(), needed);
+  return self;
+}
+
+Tensor& set_storage_whole(Tensor& self, c10::Storage source) {
+  const int64_t n = static_cast<int64_t>(source.nbytes() / self.element_size());
+  return set_storage(self, std::move(source), 0, {n}, {});
+}
+
+Tensor& set_tensor(Tensor& self, const Tensor& source) {
+  if (self.is_same(source)) return self;
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(),
+                     source.strides());
+}
+
+Tensor& set_empty(Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, GetTpuAllocator(), true);
+  return set_storage(self, std::move(empty), 0, {0}, {});
+}
+
+// Whether `param.data = new` may swap a tensor's implementation in place,
+// as module.to() does for CPU <-> CUDA: strided tensors on CPU and tpu
+// qualify, so parameters keep their identity (and class, e.g. a lazy
+// module's UninitializedParameter) when moved.
+bool has_compatible_shallow_copy_type(const Tensor& self, const Tensor& from) {
+  auto dense = [](const Tensor& t) {
+    return t.layout() == at::kStrided && !t.is_quantized() &&
+           (t.device().is_cpu() || t.device().type() == c10::DeviceType::PrivateUse1);
+  };
+  return dense(self) && dense(from);
+}
+
 // The value of a tensor whose conjugate / negative bit is set.
 std::vector<ir::Value> LowerResolveBits(ir::Builder& b, const std::vector<ir::Value>& in,
                                         const lazy::Attrs& a, const std::vector<ir::TensorType>&) {
@@ -175,6 +224,8 @@ Tensor CopyFrom(const Tensor& src_in, const Tensor& dst, bool non_blocking) {
                         dst.sizes() == src.sizes();
     if (!direct) host = at::empty(src.sizes(), src.options().device(at::kCPU));
     lazy::Executor::Get().Download(in.node, host.data_ptr(), host.nbytes());
+    // A host read is where device-side index checks surface (index_checks.h).
+    ops::RaisePendingIndexErrors();
     if (!direct) dst.copy_(host);
     return dst;
   }
@@ -211,6 +262,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(CopyFrom));
   m.impl("_copy_from_and_resize", TORCH_FN(_copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(_local_scalar_dense));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage", TORCH_FN(set_storage_whole));
+  m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 // The conjugate / negative fallbacks would materialize _copy_from's input

@@ -117,6 +117,7 @@ std::string Issued(const std::vector<std::shared_ptr<PendingOp>>& batch) {
 }  // namespace
 
 void SetWhereHook(WhereFn fn) { g_where = fn; }
+const std::string* CurrentWhere() { return g_where ? g_where() : nullptr; }
 
 NodePtr BufferNode::Failed(ir::TensorType type, std::string error) {
   return NodePtr(new BufferNode(std::move(type), std::move(error)));

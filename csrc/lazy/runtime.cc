@@ -7,6 +7,7 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <unistd.h>
 #endif
 
 namespace tpu::lazy {
@@ -111,6 +112,25 @@ std::string Runtime::device_name() const {
   std::string kind = client_->device_count() ? client_->device_kind(0) : "";
   if (platform_ == "tpu") return kind.empty() ? "TPU" : kind;
   return "XLA " + p + (kind.empty() ? "" : " (" + kind + ")");
+}
+
+int64_t Runtime::total_memory() {
+  int64_t total = total_memory_.load();
+  if (total >= 0) return total;
+  total = 0;
+  try {
+    pjrt::MemoryStats m = client_->memory_stats(0);
+    if (m.limit_known) total = m.bytes_limit;
+  } catch (const std::exception&) {  // a plugin without memory stats
+  }
+  if (total == 0 && platform_ == "cpu")
+    total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  total_memory_.store(total);
+  return total;
+}
+
+int64_t Runtime::memory_limit() {
+  return static_cast<int64_t>(static_cast<double>(total_memory()) * memory_fraction_.load());
 }
 
 std::shared_ptr<pjrt::Buffer> Runtime::Track(std::unique_ptr<pjrt::Buffer> buf) {

@@ -46,6 +46,14 @@ class Runtime {
   int64_t live_bytes() const { return live_bytes_.load(); }
   int64_t peak_bytes() const { return peak_bytes_.load(); }
   void reset_peak() { peak_bytes_.store(live_bytes_.load()); }
+  // The device's memory: the plugin's limit, or physical memory on the CPU
+  // plugin (whose device memory is host memory); 0 if unknown.
+  int64_t total_memory();
+  // What this process may hold: total_memory() times the fraction set by
+  // torch.tpu.set_per_process_memory_fraction (1 by default); 0 if unknown.
+  int64_t memory_limit();
+  void set_memory_fraction(double f) { memory_fraction_.store(f); }
+  double memory_fraction() const { return memory_fraction_.load(); }
 
   // Remembers an execution's completion event; Synchronize waits for all.
   // `inputs` (the program's argument buffers) are kept alive until the event
@@ -59,6 +67,8 @@ class Runtime {
   std::shared_ptr<pjrt::Client> client_;
   std::string platform_;
   std::atomic<int64_t> live_bytes_{0}, peak_bytes_{0};
+  std::atomic<int64_t> total_memory_{-1};  // -1: not read yet
+  std::atomic<double> memory_fraction_{1.0};
   std::mutex pending_mu_;
   struct Pending {
     std::unique_ptr<pjrt::Event> done;

@@ -43,16 +43,58 @@ bool CoversWhole(const ViewSpec& view, int64_t storage_numel) {
 
 namespace {
 
+// A flat array read as another dtype, byte for byte, as PyTorch's
+// view(dtype) and storage reinterpretation do: [n] of `from` becomes
+// [n * width(from) / width(to)] of `to` (rounded down: trailing bytes that
+// do not fill an element are left out). Booleans are bytes; a complex
+// element is its real and imaginary parts.
+Value Reinterpret(ir::Builder& b, Value flat, ir::DType to) {
+  using ir::DType;
+  DType from = b.type(flat).dtype;
+  if (from == to) return flat;
+  if (from == DType::PRED) {
+    flat = ir::Convert(b, flat, DType::U8);
+    from = DType::U8;
+    if (to == DType::U8) return flat;
+  }
+  if (to == DType::PRED) {
+    Value u = Reinterpret(b, flat, DType::U8);
+    return ir::Compare(b, u, ir::Full(b, ir::ConstantI(b, 0, DType::U8), b.type(u).dims),
+                       ir::Cmp::NE);
+  }
+  if (ir::IsComplex(from)) {
+    const DType part = from == DType::C64 ? DType::F32 : DType::F64;
+    const int64_t n = b.type(flat).dims[0];
+    Value re = ir::Reshape(b, b.Op1("stablehlo.real", {flat}, ir::TensorType{part, {n}}), {n, 1});
+    Value im = ir::Reshape(b, b.Op1("stablehlo.imag", {flat}, ir::TensorType{part, {n}}), {n, 1});
+    return Reinterpret(b, ir::Reshape(b, ir::Concatenate(b, {re, im}, 1), {2 * n}), to);
+  }
+  if (ir::IsComplex(to)) {
+    const DType part = to == DType::C64 ? DType::F32 : DType::F64;
+    Value parts = Reinterpret(b, flat, part);
+    const int64_t m = b.type(parts).dims[0] / 2;
+    parts = ir::Reshape(b, ir::Slice(b, parts, {0}, {2 * m}, {1}), {m, 2});
+    Value re = ir::Reshape(b, ir::Slice(b, parts, {0, 0}, {m, 1}, {1, 1}), {m});
+    Value im = ir::Reshape(b, ir::Slice(b, parts, {0, 1}, {m, 2}, {1, 1}), {m});
+    return b.Op1("stablehlo.complex", {re, im}, ir::TensorType{to, {m}});
+  }
+  const int wf = ir::BitWidth(from), wt = ir::BitWidth(to);
+  const int64_t n = b.type(flat).dims[0];
+  if (wf == wt) return b.Op1("stablehlo.bitcast_convert", {flat}, ir::TensorType{to, {n}});
+  if (wf > wt) {  // each element becomes k narrower ones (a trailing dim)
+    const int64_t k = wf / wt;
+    Value r = b.Op1("stablehlo.bitcast_convert", {flat}, ir::TensorType{to, {n, k}});
+    return ir::Reshape(b, r, {n * k});
+  }
+  const int64_t k = wt / wf, m = n / k;  // k elements make one wider one
+  Value r = ir::Reshape(b, ir::Slice(b, flat, {0}, {m * k}, {1}), {m, k});
+  return b.Op1("stablehlo.bitcast_convert", {r}, ir::TensorType{to, {m}});
+}
+
 // The storage as a flat array of view.dtype elements.
 Value Flat(ir::Builder& b, Value base, ir::DType dtype) {
   const ir::TensorType& t = b.type(base);
-  if (t.dtype != dtype) {
-    if (ir::BitWidth(t.dtype) != ir::BitWidth(dtype))
-      throw std::runtime_error(
-          "tpu: reading a storage as a dtype of a different element size is not supported");
-    base = b.Op1("stablehlo.bitcast_convert", {base}, ir::TensorType{dtype, t.dims});
-  }
-  return ir::Reshape(b, base, {t.numel()});
+  return Reinterpret(b, ir::Reshape(b, base, {t.numel()}), dtype);
 }
 
 // Flat position of every element of the view, shaped like the view.
@@ -159,8 +201,14 @@ Value WriteView(ir::Builder& b, Value base, const ViewSpec& v, Value update) {
   } else {
     result = ir::Put(b, flat, Positions(b, v), update);
   }
-  if (base_t.dtype != v.dtype)
-    result = b.Op1("stablehlo.bitcast_convert", {result}, ir::TensorType{base_t.dtype, {n}});
+  if (base_t.dtype != v.dtype) {
+    result = Reinterpret(b, result, base_t.dtype);
+    const int64_t got = b.type(result).dims[0];
+    if (got < n) {  // bytes past the last whole view element keep their value
+      Value tail = ir::Slice(b, ir::Reshape(b, base, {n}), {got}, {n}, {1});
+      result = ir::Concatenate(b, {result, tail}, 0);
+    }
+  }
   return result;
 }
 

@@ -12,5 +12,7 @@ namespace tpu::lazy {
 
 using WhereFn = const std::string* (*)();
 void SetWhereHook(WhereFn fn);
+// The calling thread's user line now ("file.py:123"), or null.
+const std::string* CurrentWhere();
 
 }  // namespace tpu::lazy

@@ -58,6 +58,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 #include "ops/formula.h"
 #include "ops/loops.h"
 
@@ -295,6 +296,8 @@ Tensor IndexReduce(const Tensor& self, int64_t dim, const Tensor& index, const T
               "index_reduce_(): Expected index to have the same number of elements as source "
               "along dim ", d);
   if (index.numel() == 0) return self.clone();
+  CheckIndexRange({"aten::index_reduce", true, false, "index out of range in self", "", false},
+                  index, self.dim() == 0 ? 1 : self.size(d));
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   Tensor src = source.dim() == 0 ? source.reshape({1}) : source;
   std::vector<int64_t> view(src.dim(), 1);

@@ -14,6 +14,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 #include "ops/common.h"
 
 namespace tpu::ops {
@@ -195,6 +196,10 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_tpu(
                                  has_psw ? std::optional<Tensor>(meta_psw) : std::nullopt,
                                  include_last_offset, padding_idx);
   const int64_t nb = std::get<0>(meta).size(0);
+  CheckIndexRange({"aten::_embedding_bag", false, false,
+                   "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be ",
+                   ""},
+                  indices, weight.size(0));
   const int64_t d = weight.size(1), l = indices.size(0), no = offsets.size(0);
   std::vector<int64_t> mi_sizes = mode == kMax ? std::vector<int64_t>{nb, d}
                                                : std::vector<int64_t>{0};

@@ -22,11 +22,14 @@
 #include <c10/util/irange.h>
 #include <torch/library.h>
 
+#include <cstring>
+
 #include <cmath>
 #include <limits>
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 #include "ops/common.h"
 
 namespace tpu::ops {
@@ -64,13 +67,6 @@ VS LowerIndexSelect(Builder& b, const VS& in, const lazy::Attrs& a, const TT& ou
 }
 constexpr lazy::Lowering kIndexSelect{"aten::index_select", &LowerIndexSelect};
 
-void CheckIndexHost(const Tensor& index, int64_t size, const char* msg_op) {
-  // Cheap only when the indices are on the host already.
-  if (!index.device().is_cpu() || index.numel() == 0) return;
-  const int64_t lo = index.min().item<int64_t>(), hi = index.max().item<int64_t>();
-  TORCH_CHECK_INDEX(lo >= -size && hi < size, msg_op);
-}
-
 Tensor OnTpu(const Tensor& t) { return t.device().is_cpu() ? t.to(kTpu) : t; }
 
 Tensor IndexSelectRun(const Tensor& self, int64_t dim, const Tensor& index, Tensor* out) {
@@ -83,7 +79,8 @@ Tensor IndexSelectRun(const Tensor& self, int64_t dim, const Tensor& index, Tens
   if (self.dim() > 0) sizes[d] = index.numel();
   const bool empty = self.numel() == 0 || index.numel() == 0;
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
-  CheckIndexHost(index, x.size(d), "index out of range in self");
+  CheckIndexRange({"aten::index_select", true, false, "index out of range in self", "", false},
+                  index, x.size(d));
   const ir::TensorType tt = TypeOf(sizes, self.scalar_type());
   if (out) {
     PrepareOut("index_select", *out, sizes, self.scalar_type());
@@ -216,6 +213,8 @@ Tensor GatherRun(const Tensor& self, int64_t dim, const Tensor& index, Tensor* o
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
   const bool empty = self.numel() == 0 || index.numel() == 0;
+  if (!empty)
+    CheckIndexRange(OutOfBoundsRule("aten::gather", false, false, d, x.size(d)), i, x.size(d));
   const ir::TensorType tt = TypeOf(index.sizes(), self.scalar_type());
   if (out) {
     PrepareOut("gather", *out, index.sizes(), self.scalar_type());
@@ -257,6 +256,7 @@ Tensor ScatterRun(const Tensor& self, int64_t dim, const Tensor& index, const Te
   at::native::scatter_shape_check(self, d, index, src_opt);
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   Tensor i = index.dim() == 0 ? index.reshape({1}) : index;
+  CheckIndexRange(OutOfBoundsRule("aten::scatter", false, false, d, x.size(d)), i, x.size(d));
   std::vector<lazy::Operand> in{OperandOf(x), OperandOf(i)};
   if (src) {
     CheckTpu("scatter", *src, "src");
@@ -341,7 +341,14 @@ void IndexAddRun(const char* name, const Tensor& self, int64_t dim, const Tensor
   CheckTpu(name, index, "index");
   CheckTpu(name, source, "source");
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  CheckIndexHost(index, self.dim() == 0 ? 1 : self.size(d), "index out of range in self");
+  const int64_t size = self.dim() == 0 ? 1 : self.size(d);
+  if (std::strcmp(name, "index_copy") == 0) {
+    CheckIndexRange(OutOfBoundsRule("aten::index_copy", true, false, d, size, "index_copy_(): "),
+                    index, size);
+  } else {
+    CheckIndexRange({"aten::index_add", true, false, "index out of range in self", "", false},
+                    index, size);
+  }
   if (!out.is_same(self)) PrepareOut(name, out, self.sizes(), self.scalar_type());
   if (index.numel() == 0) {
     if (!out.is_same(self)) out.copy_(self);
@@ -403,7 +410,8 @@ struct IndexPlan {
   std::vector<int64_t> sizes;    // result sizes
 };
 
-IndexPlan PlanIndex(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+IndexPlan PlanIndex(const char* op, const Tensor& self,
+                    const c10::List<std::optional<Tensor>>& indices) {
   IndexPlan p;
   int64_t specified = 0;
   for (const std::optional<Tensor>& t : indices) {
@@ -435,13 +443,7 @@ IndexPlan PlanIndex(const Tensor& self, const c10::List<std::optional<Tensor>>& 
       }
       d += mask.dim();
     } else {
-      if (t->device().is_cpu() && t->numel() > 0) {
-        const int64_t lo = t->min().item<int64_t>(), hi = t->max().item<int64_t>();
-        TORCH_CHECK_INDEX(lo >= -self.size(d), "index ", lo, " is out of bounds for dimension ",
-                          d, " with size ", self.size(d));
-        TORCH_CHECK_INDEX(hi < self.size(d), "index ", hi, " is out of bounds for dimension ",
-                          d, " with size ", self.size(d));
-      }
+      CheckIndexRange(OutOfBoundsRule(op, true, true, d, self.size(d)), *t, self.size(d));
       p.dims.push_back(d);
       p.indices.push_back(OnTpu(*t));
       ++d;
@@ -593,7 +595,7 @@ constexpr lazy::Lowering kMaskedPut{"aten::index_put_.mask", &LowerMaskedPut};
 
 Tensor index_tensor(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
   CheckTpu("index", self, "self");
-  IndexPlan p = PlanIndex(self, indices);
+  IndexPlan p = PlanIndex("aten::index.Tensor", self, indices);
   int64_t n = 1;
   for (int64_t s : p.sizes) n *= s;
   if (p.dims.empty()) return self.clone();
@@ -630,7 +632,7 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
       return self;
     }
   }
-  IndexPlan p = PlanIndex(self, indices);
+  IndexPlan p = PlanIndex("aten::index_put_", self, indices);
   TORCH_CHECK(at::is_expandable_to(values.sizes(), p.sizes), "shape mismatch: value tensor of "
               "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
               at::IntArrayRef(p.sizes));
@@ -742,7 +744,10 @@ Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index, lazy::Opera
   TORCH_CHECK_INDEX(index.dim() <= 1, "Index has to be a vector/scalar");
   TORCH_CHECK(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
-  CheckIndexHost(index, self.dim() == 0 ? 1 : self.size(d), "index out of range in self");
+  if (self.numel() > 0) {
+    const int64_t size = self.dim() == 0 ? 1 : self.size(d);
+    CheckIndexRange(OutOfBoundsRule("aten::index_fill_", true, true, d, size), index, size);
+  }
   if (index.numel() == 0 || self.numel() == 0) return self;
   Tensor x = self.dim() == 0 ? self.view({1}) : self;
   RunInto(kIndexFill, {{d}, {}, {}}, {OperandOf(x), OperandOf(OnTpu(index)), value},
@@ -1144,6 +1149,11 @@ VS LowerTake(Builder& b, const VS& in, const lazy::Attrs&, const TT&) {
 }
 constexpr lazy::Lowering kTake{"aten::take", &LowerTake};
 
+IndexRule TakeRule(const char* op, int64_t numel) {
+  return {op, true, true, "out of range: tried to access index ",
+          " on a tensor of " + std::to_string(numel) + " elements."};
+}
+
 Tensor take_tpu(const Tensor& self, const Tensor& index) {
   CheckTpu("take", self, "self");
   CheckTpu("take", index, "index");
@@ -1152,6 +1162,7 @@ Tensor take_tpu(const Tensor& self, const Tensor& index) {
   TORCH_CHECK_INDEX(!(self.numel() == 0 && index.numel() != 0),
                     "take(): tried to take from an empty tensor");
   if (index.numel() == 0) return EmptyTpu(index.sizes(), self.scalar_type());
+  CheckIndexRange(TakeRule("aten::take", self.numel()), index, self.numel());
   return Run1(kTake, {}, {OperandOf(self.reshape({-1})), OperandOf(index)},
               TypeOf(index.sizes(), self.scalar_type()));
 }
@@ -1190,6 +1201,7 @@ Tensor& put_tpu(Tensor& self, const Tensor& index, const Tensor& source, bool ac
               ", index.numel() = ", index.numel());
   if (index.numel() == 0) return self;
   TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  CheckIndexRange(TakeRule("aten::put_", self.numel()), index, self.numel());
   Tensor flat = self.reshape({-1});
   Tensor r = Run1(kPut, {{accumulate ? 1 : 0}, {}, {}},
                   {OperandOf(flat), OperandOf(index.reshape({-1})), OperandOf(source.reshape({-1}))},

@@ -3,6 +3,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 
 namespace tpu::ops {
 
@@ -202,6 +203,9 @@ std::tuple<Tensor, Tensor> nll_loss_forward(const Tensor& self, const Tensor& ta
                                             const std::optional<Tensor>& weight,
                                             int64_t reduction, int64_t ignore_index) {
   CheckNll(self, target, weight);
+  const int64_t classes = self.size(self.dim() == 1 ? 0 : 1);
+  CheckIndexRange({"aten::nll_loss_forward", true, false, "Target ", " is out of bounds."}, target,
+                  classes, ignore_index);
   const bool has_w = weight.has_value() && weight->defined();
   std::vector<lazy::Operand> in{OperandOf(self), OperandOf(target)};
   if (has_w) in.push_back(OperandOf(*weight));

@@ -1,0 +1,155 @@
+#include "ops/index_checks.h"
+
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "ir/ops.h"
+#include "lazy/modes.h"
+#include "lazy/where.h"
+#include "ops/bridge.h"
+
+namespace tpu::ops {
+
+using ir::Builder;
+using ir::DType;
+using ir::Value;
+using VS = std::vector<Value>;
+using TT = std::vector<ir::TensorType>;
+
+namespace {
+
+// ins = (record s64[3], index, id s64, [ignore s64]); ints = (lo, size,
+// has_ignore). record = (bad, value, id): once bad, it keeps the first
+// failure; else it takes this check's (1, an offending value, id) if any
+// index is out of range.
+VS LowerIndexCheck(Builder& b, const VS& in, const lazy::Attrs& a, const TT&) {
+  const DType s64 = DType::S64;
+  Value idx = ir::Convert(b, in[1], s64);
+  const int64_t k = b.type(idx).numel();
+  idx = ir::Reshape(b, idx, {k});
+  auto full = [&](int64_t v) { return ir::Full(b, ir::ConstantI(b, v, s64), {k}); };
+  Value oob = ir::Binary(b, "stablehlo.or", ir::Compare(b, idx, full(a.ints[0]), ir::Cmp::LT),
+                         ir::Compare(b, idx, full(a.ints[1]), ir::Cmp::GE));
+  if (a.ints[2]) {
+    Value keep = ir::Compare(b, idx, ir::BroadcastTo(b, in[3], {k}), ir::Cmp::NE);
+    oob = ir::Binary(b, "stablehlo.and", oob, keep);
+  }
+  Value any = ir::Reduce(b, oob, ir::ConstantI(b, 0, DType::PRED), {0}, "stablehlo.or");
+  Value bad = ir::Select(b, oob, idx, ir::Full(b, ir::MinValue(b, s64), {k}));
+  Value val = ir::Reduce(b, bad, ir::MinValue(b, s64), {0}, "stablehlo.maximum");
+  Value fresh = ir::Concatenate(b,
+                                {ir::Reshape(b, ir::ConstantI(b, 1, s64), {1}),
+                                 ir::Reshape(b, val, {1}), ir::Reshape(b, in[2], {1})},
+                                0);
+  Value rec = in[0];
+  Value rec_bad = ir::Compare(b, ir::Slice(b, rec, {0}, {1}, {1}),
+                              ir::Reshape(b, ir::ConstantI(b, 0, s64), {1}), ir::Cmp::NE);
+  Value keep = ir::Binary(b, "stablehlo.or", rec_bad,
+                          ir::Reshape(b, ir::Unary(b, "stablehlo.not", any), {1}));
+  return {ir::Select(b, ir::BroadcastTo(b, keep, {3}), rec, fresh)};
+}
+constexpr lazy::Lowering kIndexCheck{"tpu::index_check", &LowerIndexCheck};
+
+struct Pending {
+  IndexRule rule;
+  const std::string* where;
+};
+
+// Checks since the record was last read; a record's id indexes this list.
+struct State {
+  std::mutex mu;
+  at::Tensor record;  // s64[3] on tpu
+  std::vector<Pending> checks;
+};
+State& S() {
+  static State* s = new State();  // never destroyed: tensors outlive exit order
+  return *s;
+}
+
+// Checks recorded before the record is read regardless (bounds the list
+// in a loop that never reads a value).
+constexpr size_t kMaxPending = 4096;
+
+[[noreturn]] void Raise(const IndexRule& r, int64_t value, const std::string* where,
+                        bool deferred) {
+  std::string msg = r.before;
+  if (r.show_value) msg += std::to_string(value) + r.after;
+  std::string ctx = std::string(" (") + r.op + (where ? " at " + *where : "");
+  if (deferred)
+    ctx += "; checked on the device and raised at the next read of a tpu value, as CUDA's "
+           "device-side asserts are: TORCH_TPU_LAUNCH_BLOCKING=1 raises it at the op";
+  msg += ctx + ")";
+  if (r.index_error) TORCH_CHECK_INDEX(false, msg);
+  TORCH_CHECK(false, msg);
+}
+
+}  // namespace
+
+bool IndexChecksEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_TPU_INDEX_CHECKS");
+    return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0));
+  }();
+  return on;
+}
+
+IndexRule OutOfBoundsRule(const char* op, bool index_error, bool allow_negative, int64_t dim,
+                          int64_t size, const char* prefix) {
+  return {op, index_error, allow_negative, std::string(prefix) + "index ",
+          " is out of bounds for dimension " + std::to_string(dim) + " with size " +
+              std::to_string(size)};
+}
+
+void CheckIndexRange(const IndexRule& rule, const at::Tensor& index, int64_t size,
+                     std::optional<int64_t> ignore) {
+  if (index.numel() == 0) return;
+  const int64_t lo = rule.allow_negative ? -size : 0;
+  if (index.device().is_cpu()) {
+    at::Tensor i = index.to(at::kLong).reshape({-1});
+    at::Tensor oob = i.lt(lo).logical_or(i.ge(size));
+    if (ignore) oob = oob.logical_and(i.ne(*ignore));
+    if (oob.any().item<bool>()) {
+      Raise(rule, i.masked_select(oob)[0].item<int64_t>(), lazy::CurrentWhere(), false);
+    }
+    return;
+  }
+  if (!IndexChecksEnabled() || lazy::Executor::Get().capturing()) return;
+  State& s = S();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.record.defined()) s.record = at::zeros({3}, index.options().dtype(at::kLong));
+    const int64_t id = static_cast<int64_t>(s.checks.size());
+    s.checks.push_back({rule, lazy::CurrentWhere()});
+    std::vector<lazy::Operand> in = Operands(OperandOf(s.record), OperandOf(index),
+                                             ScalarOperand(id, at::kLong));
+    if (ignore) in.push_back(ScalarOperand(*ignore, at::kLong));
+    RunInto(kIndexCheck, {{lo, size, ignore.has_value()}, {}, {}}, std::move(in),
+            {TypeOf({3}, at::kLong)}, {s.record});
+  }
+  if (lazy::CurrentMode() == lazy::EagerMode::kDeferNeverLaunchBlocking ||
+      S().checks.size() >= kMaxPending)
+    RaisePendingIndexErrors();
+}
+
+void RaisePendingIndexErrors() {
+  State& s = S();
+  std::unique_lock<std::mutex> lock(s.mu);
+  if (s.checks.empty()) return;
+  int64_t rec[3] = {0, 0, 0};
+  lazy::Executor::Get().Download(OperandOf(s.record).node, rec, sizeof rec);
+  std::vector<Pending> checks;
+  checks.swap(s.checks);
+  if (rec[0] == 0) return;
+  s.record = at::zeros({3}, s.record.options());
+  lock.unlock();
+  const size_t id = static_cast<size_t>(rec[2]);
+  const Pending& p = checks.at(id < checks.size() ? id : 0);
+  Raise(p.rule, rec[1], p.where, true);
+}
+
+}  // namespace tpu::ops

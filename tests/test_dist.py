@@ -23,10 +23,10 @@ MODE_ENV = {"strict": {}, "fused": {"TORCH_TPU_DEFER_AND_FUSE": "1"},
             "debug": {"TORCH_TPU_LAUNCH_BLOCKING": "1"}}
 
 
-def torchrun(script, nproc, env_extra=None, timeout=300):
+def torchrun(script, nproc, env_extra=None, timeout=300, args=()):
     env = dict(os.environ, OMP_NUM_THREADS="1", **(env_extra or {}))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={nproc}", os.path.join(HERE, script)]
+           f"--nproc-per-node={nproc}", os.path.join(HERE, script), *args]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-6000:]
     return p.stdout
@@ -85,6 +85,13 @@ def test_fsdp2_and_dtensor(nproc):
     # 4 processes add the 2 x 2 device mesh.
     out = torchrun("fsdp_dtensor.py", nproc, timeout=420)
     assert out.count("fsdp dtensor ok") == nproc
+
+
+def test_distributed_checkpoint_ddp_and_fsdp2(tmp_path):
+    # torch.distributed.checkpoint through tpu_dist: save, load into a fresh
+    # model and optimizer, and the next losses equal the saving run's.
+    out = torchrun("checkpoint.py", 2, timeout=420, args=(str(tmp_path),))
+    assert out.count("checkpoint ddp ok") == 2 and out.count("checkpoint fsdp ok") == 2, out
 
 
 def test_device_index_is_local_rank_under_torchrun():

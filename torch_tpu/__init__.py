@@ -79,8 +79,8 @@ _wrap_set_float32_matmul_precision()
 
 from ._dynamo import mark_dynamic  # noqa: E402,F401
 from ._modes import (  # noqa: E402,F401
-    EagerMode, cpu_fallback_mode, eager_mode, get_eager_mode, is_materialized, set_eager_mode,
-    synchronize,
+    EagerMode, cpu_fallback_mode, eager_mode, get_eager_mode, index_checks, is_materialized,
+    set_eager_mode, synchronize,
 )
 
 from . import distributed as _distributed  # noqa: E402
@@ -100,7 +100,7 @@ elif env.defer_and_fuse == "1":
     set_eager_mode(EagerMode.DEFER_AND_FUSE)
 
 __all__ = [
-    "EagerMode", "Precision", "cpu_fallback_mode", "eager_mode", "get_eager_mode", "is_materialized",
-    "mark_dynamic", "precision",
+    "EagerMode", "Precision", "cpu_fallback_mode", "eager_mode", "get_eager_mode", "index_checks",
+    "is_materialized", "mark_dynamic", "precision",
     "set_eager_mode", "synchronize",
 ]

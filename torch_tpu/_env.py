@@ -36,6 +36,11 @@ VARIABLES = (
     _Var("TORCH_TPU_DIST_ENGINE", "", "experimental",
          "tpu_dist collectives: 'host' (through the host with Gloo) or 'xla' (StableHLO "
          "collectives); default: what the plugin supports ('host' on the CPU plugin)."),
+    _Var("TORCH_TPU_INDEX_CHECKS", "1", "stable",
+         "Ops that take indices (indexing, gather/scatter, embedding, nll_loss, ...) check "
+         "them on the device and raise the error CPU raises at the next read of a tpu value "
+         "(Debug Eager: at the op); '0' skips the device checks (out-of-range indices are "
+         "then clamped or dropped by XLA)."),
     _Var("TORCH_TPU_LAUNCH_BLOCKING", "0", "stable",
          "1: start in Debug Eager mode (EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)."),
     _Var("TORCH_TPU_MAX_PENDING_OPS", "2048", "experimental",

@@ -47,6 +47,8 @@ def synchronize(tensors: Optional[Iterable[torch.Tensor]] = None, wait: bool = T
             _C._flush()
         return
     _C._materialize([t for t in tensors if t.device.type == "tpu"], wait)
+    if wait:
+        _C._raise_index_errors()
 
 
 def is_materialized(t: torch.Tensor) -> bool:
@@ -72,3 +74,31 @@ class cpu_fallback_mode:
     def __exit__(self, *exc):
         _C._set_cpu_fallback(self._prev)
         return False
+
+
+class index_checks:
+    """Ops that take indices check them on the device and raise the error
+    CPU raises (IndexError / RuntimeError) at the next read of a tpu value,
+    or at the op in Debug Eager. On by default (TORCH_TPU_INDEX_CHECKS=0
+    starts with them off); off, an out-of-range index is clamped or dropped
+    by XLA, silently.
+
+    Call it to set the switch (``torch_tpu.index_checks(False)``) or use it
+    as a context manager (``with torch_tpu.index_checks(False): ...``);
+    ``torch_tpu.index_checks.enabled()`` reads it.
+    """
+
+    def __init__(self, enabled: bool = True):
+        self._prev = _C._index_checks_enabled()
+        _C._set_index_checks(bool(enabled))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_index_checks(self._prev)
+        return False
+
+    @staticmethod
+    def enabled() -> bool:
+        return _C._index_checks_enabled()

@@ -32,7 +32,7 @@ void CheckCanAllocate(size_t nbytes) {
   const int64_t total = rt.total_memory();
   const double fraction = rt.memory_fraction();
   TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory. Tried to allocate ",
-                   FormatBytes(static_cast<double>(nbytes)), ". tpu:", ProcessDevice(),
+                   FormatBytes(static_cast<double>(nbytes)), ". tpu:", static_cast<int>(ProcessDevice()),
                    " has a total capacity of ", FormatBytes(static_cast<double>(total)),
                    " of which ", FormatBytes(static_cast<double>(std::max<int64_t>(limit - live, 0))),
                    " is free", fraction < 1 ? " to this process (memory fraction " : "",

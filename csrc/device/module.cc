@@ -264,6 +264,13 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_memory_stats", &device::MemoryStats);
   m.def("_reset_peak_memory_stats", [] { device::Rt().reset_peak(); });
+  m.def("_set_index_checks", &ops::SetIndexChecks);
+  m.def("_raise_index_errors", [] {
+    HANDLE_TH_ERRORS
+    ops::RaisePendingIndexErrors();
+    END_HANDLE_TH_ERRORS_PYBIND
+  });
+  m.def("_index_checks_enabled", &ops::IndexChecksEnabled);
   m.def("_set_memory_fraction", [](double f) { device::Rt().set_memory_fraction(f); });
   m.def("_memory_fraction", [] { return device::Rt().memory_fraction(); });
   m.def("_total_memory", [] { return device::Rt().total_memory(); });

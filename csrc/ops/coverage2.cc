@@ -58,6 +58,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/complex.h"
 #include "ops/index_checks.h"
 #include "ops/formula.h"
 #include "ops/loops.h"
@@ -324,7 +325,7 @@ Tensor& index_reduce__tpu(Tensor& self, int64_t dim, const Tensor& index, const 
 
 Tensor angle_tpu(const Tensor& self) {
   CheckTpu("angle", self, "self");
-  TORCH_CHECK(!self.is_complex(), "angle: complex inputs are not supported on tpu yet");
+  if (self.is_complex()) return ComplexToReal("angle", self);
   const auto rt = at::isIntegralType(self.scalar_type(), true)
                       ? c10::typeMetaToScalarType(at::get_default_dtype())
                       : self.scalar_type();

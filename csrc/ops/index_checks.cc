@@ -3,6 +3,7 @@
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -90,13 +91,18 @@ constexpr size_t kMaxPending = 4096;
 
 }  // namespace
 
-bool IndexChecksEnabled() {
-  static const bool on = [] {
+namespace {
+std::atomic<bool>& Enabled() {
+  static std::atomic<bool> on{[] {
     const char* v = std::getenv("TORCH_TPU_INDEX_CHECKS");
     return !(v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0));
-  }();
+  }()};
   return on;
 }
+}  // namespace
+
+bool IndexChecksEnabled() { return Enabled().load(std::memory_order_relaxed); }
+void SetIndexChecks(bool on) { Enabled().store(on); }
 
 IndexRule OutOfBoundsRule(const char* op, bool index_error, bool allow_negative, int64_t dim,
                           int64_t size, const char* prefix) {

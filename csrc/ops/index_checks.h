@@ -40,6 +40,8 @@ IndexRule OutOfBoundsRule(const char* op, bool index_error, bool allow_negative,
 // device record; a no-op when nothing was checked since the last read).
 void RaisePendingIndexErrors();
 
+// On unless TORCH_TPU_INDEX_CHECKS=0; torch_tpu.set_index_checks switches it.
 bool IndexChecksEnabled();
+void SetIndexChecks(bool on);
 
 }  // namespace tpu::ops

@@ -346,8 +346,7 @@ void IndexAddRun(const char* name, const Tensor& self, int64_t dim, const Tensor
     CheckIndexRange(OutOfBoundsRule("aten::index_copy", true, false, d, size, "index_copy_(): "),
                     index, size);
   } else {
-    CheckIndexRange({"aten::index_add", true, false, "index out of range in self", "", false},
-                    index, size);
+    CheckIndexRange(OutOfBoundsRule("aten::index_add", false, false, d, size), index, size);
   }
   if (!out.is_same(self)) PrepareOut(name, out, self.sizes(), self.scalar_type());
   if (index.numel() == 0) {

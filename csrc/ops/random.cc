@@ -12,6 +12,7 @@
 #include <ATen/ops/leaky_relu.h>
 #include <ATen/ops/lt.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/where.h>
 
@@ -162,13 +163,26 @@ Tensor& random_to(Tensor& self, int64_t to, std::optional<at::Generator> gen) {
   return random_from(self, 0, to, gen);
 }
 
+// A complex tensor is filled through its real view, as PyTorch does: each
+// part uniform in [from, to), or normal with std / sqrt(2) (so that |z|
+// has variance std^2).
 Tensor& uniform_(Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
+  if (self.is_complex()) {
+    Tensor parts = at::view_as_real(self);
+    Random(parts, false, from, to, gen);
+    return self;
+  }
   return Random(self, false, from, to, gen);
 }
 Tensor& normal_(Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {
+    Tensor parts = at::view_as_real(self);
+    Random(parts, true, mean, std / std::sqrt(2.0), gen);
+    return self;
+  }
   return Random(self, true, mean, std, gen);
 }
 

@@ -9,6 +9,7 @@
 
 #include "ir/ops.h"
 #include "ops/bridge.h"
+#include "ops/complex.h"
 #include "ops/formula.h"
 #include "ops/elementwise.h"
 
@@ -315,7 +316,18 @@ Tensor& UnaryOut(const UnaryOp& op, const Tensor& self, Tensor& out) {
   Tensor& name##__fn(Tensor& s) { return UnaryInplace(op, s); }             \
   Tensor& name##_out_fn(const Tensor& s, Tensor& o) { return UnaryOut(op, s, o); }
 TPU_UNARY_KERNELS(neg, kNeg)
-TPU_UNARY_KERNELS(abs, kAbs)
+// abs of a complex tensor is real (ops/complex.cc).
+Tensor abs_fn(const Tensor& s) { return s.is_complex() ? ComplexToReal("abs", s) : Unary(kAbs, s); }
+Tensor& abs__fn(Tensor& s) {
+  TORCH_CHECK(!s.is_complex(), "In-place abs is not supported for complex tensors.");
+  return UnaryInplace(kAbs, s);
+}
+Tensor& abs_out_fn(const Tensor& s, Tensor& o) {
+  if (!s.is_complex()) return UnaryOut(kAbs, s, o);
+  Tensor r = ComplexToReal("abs", s);
+  PrepareOut("abs", o, r.sizes(), r.scalar_type());
+  return o.copy_(r);
+}
 TPU_UNARY_KERNELS(exp, kExp)
 TPU_UNARY_KERNELS(expm1, kExpm1)
 TPU_UNARY_KERNELS(log, kLog)

@@ -107,7 +107,7 @@ def _scaler_run(device, grads_nonfinite_at, steps=6):
     return scales, weights
 
 
-def test_grad_scaler_matches_cpu():
+def test_grad_scaler_matches_cpu(highest_matmul_precision):
     cpu = _scaler_run(torch.device("cpu"), {2, 3})
     tpu = _scaler_run(TPU, {2, 3})
     assert tpu[0] == cpu[0]  # the same backoffs and growths

@@ -53,7 +53,7 @@ def test_reinterpreting_a_storage_as_bytes_and_back():
 
 @pytest.mark.parametrize("map_location", [
     None, "tpu", "tpu:0", TPU, torch.device("tpu", 0), {"tpu:0": "tpu:0"},
-    lambda storage, loc: storage.to("tpu"),
+    lambda storage, loc: storage.tpu(), lambda storage, loc: storage.to(device="tpu"),
 ])
 def test_map_location_to_tpu(map_location):
     x = torch.randn(4, 3, device=TPU)
@@ -140,9 +140,15 @@ def test_safetensors_save_and_load_on_tpu(tmp_path):
     tensors = {"w": torch.randn(5, 4, device=TPU), "b": torch.arange(6, device=TPU)}
     path = str(tmp_path / "m.safetensors")
     safetensors_torch.save_file(tensors, path)
-    back = safetensors_torch.load_file(path, device="tpu")
-    for k, v in tensors.items():
-        assert back[k].device.type == "tpu" and torch.equal(back[k].cpu(), v.cpu())
+    for device in ("tpu", "tpu:0", TPU):
+        back = safetensors_torch.load_file(path, device=device)
+        for k, v in tensors.items():
+            assert back[k].device.type == "tpu" and torch.equal(back[k].cpu(), v.cpu())
+    from safetensors import safe_open
+    with safe_open(path, framework="pt", device="tpu") as f:
+        assert sorted(f.keys()) == ["b", "w"]
+        assert torch.equal(f.get_slice("w")[1:3].cpu(), tensors["w"][1:3].cpu())
+    assert safetensors_torch.load_file(path)["w"].device.type == "cpu"
 
 
 def test_hugging_face_save_pretrained_and_from_pretrained(tmp_path):

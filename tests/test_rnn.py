@@ -141,7 +141,7 @@ def test_fused_cell_ops_with_and_without_state_gradients():
     # The fused kernels PyTorch's layers call on an accelerator, directly.
     ig, hg, cx = torch.randn(3, 16), torch.randn(3, 16), torch.randn(3, 4)
     bi, bh = torch.randn(16), torch.randn(16)
-    fn = lambda ig, hg, cx, bi, bh: torch._thnn_fused_lstm_cell(ig, hg, cx, bi, bh)[:2]
+    fn = lambda ig, hg, cx, bi, bh: torch.ops.aten._thnn_fused_lstm_cell(ig, hg, cx, bi, bh)[:2]
     # CPU has no fused cell: the reference is PyTorch's own composite.
     def ref(ig, hg, cx, bi, bh):
         gates = ig + hg + bi + bh
@@ -198,18 +198,32 @@ def test_lstm_trains_in_fused_and_strict(highest_matmul_precision):
         assert_close(torch.tensor(got), torch.tensor(cpu), **TOL, msg=str(mode))
 
 
-def test_lstm_under_compile_is_one_program_per_graph(highest_matmul_precision):
-    layer = nn.LSTM(3, 4)
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_layer_under_compile_is_one_program(kind, highest_matmul_precision):
+    # Dynamo leaves recurrent layers to eager unless allow_rnn is set (its
+    # experimental support); with it, a whole sequence is one program.
+    import torch._dynamo
+    layer = getattr(nn, kind)(3, 4, num_layers=2)
     tpu = _copy_to_tpu(layer)
     x = torch.randn(6, 2, 3)
-    compiled = torch.compile(tpu, backend="tpu")
-    out = compiled(x.to(TPU))[0]
-    assert_close(out.cpu(), layer(x)[0], **TOL)
-    before = torch.tpu._get_cache_stats()["launches"]
-    compiled(x.to(TPU))
-    torch.tpu.synchronize()
-    # A whole sequence of six steps runs as one launch, not one per step.
-    assert torch.tpu._get_cache_stats()["launches"] - before <= 2
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(allow_rnn=True):
+        compiled = torch.compile(tpu, backend="tpu")
+        xt = x.to(TPU).requires_grad_()
+        out = compiled(xt)[0]
+        xc = x.clone().requires_grad_()
+        want = layer(xc)[0]
+        assert_close(out.cpu(), want, **TOL)
+        out.sum().backward()
+        want.sum().backward()
+        assert_close(xt.grad.cpu(), xc.grad, **TOL)
+        torch.tpu.synchronize()
+        before = torch.tpu._get_cache_stats()["launches"]
+        with torch.no_grad():
+            compiled(x.to(TPU))
+        torch.tpu.synchronize()
+    # Six time steps of two layers: one launch, not one per step.
+    assert torch.tpu._get_cache_stats()["launches"] - before == 1
 
 
 @pytest.mark.parametrize("nd", [2, 3])

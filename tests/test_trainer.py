@@ -31,7 +31,6 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, compiled):
         pytest.skip("torch.compile runs the same programs in every eager mode")
     extra = ["--compile"] if compiled else []
     full = _run("--ckpt-dir", str(tmp_path / "full"), *extra)
-    os.makedirs(tmp_path / "part")
     first = _run("--ckpt-dir", str(tmp_path / "part"), "--stop-after", str(EVERY), *extra)
     rest = _run("--ckpt-dir", str(tmp_path / "part"), "--resume", *extra)
     assert first["losses"] == full["losses"][:EVERY]

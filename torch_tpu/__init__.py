@@ -87,6 +87,10 @@ from . import distributed as _distributed  # noqa: E402
 
 _distributed._register()
 
+from . import integrations as _integrations  # noqa: E402
+
+_integrations.install()
+
 # torch.autocast("tpu") casts to bfloat16 unless told otherwise: the low
 # precision a TPU's matrix unit takes (CUDA's default, float16, is a GPU's).
 torch.set_autocast_dtype("tpu", torch.bfloat16)

@@ -118,22 +118,14 @@ _ARGS_ON_CPU = {"tensor_split": {0}}
 # The OpInfos expected to fail (forward, backward or both) on tpu, each with
 # its reason. The sweep marks them and lists every failure that is not here
 # (a regression) and every entry that passed (to be removed).
-_NO_COMPLEX = "complex views/dtypes (view_as_real, view_as_complex, complex32) are not lowered"
+_NO_COMPLEX = "complex32 (chalf) is not supported"
+_RANDOM_REGIONS = ("the pooling regions are drawn from the device's generator, so they differ "
+                   "from CPU's draw (with the same samples the results are exact: tests/test_rnn.py)")
 _NO_SPARSE = "sparse layouts are not supported on tpu"
 _DROPOUT_VALUES = ("samples use dropout: random values cannot match CPU's, but the sweep "
                    "compares values for this OpInfo (its name does not say dropout)")
 EXPECTED_FAILURES = {
-    "view_as_complex": _NO_COMPLEX,
-    "complex": _NO_COMPLEX,
-    "polar": _NO_COMPLEX,
     "chalf": _NO_COMPLEX,
-    "stft": _NO_COMPLEX,
-    "fft.hfft": _NO_COMPLEX + " (backward only)",
-    "fft.hfft2": _NO_COMPLEX + " (backward only)",
-    "fft.hfftn": _NO_COMPLEX + " (backward only)",
-    "fft.irfft": _NO_COMPLEX + " (backward only)",
-    "fft.irfft2": _NO_COMPLEX + " (backward only)",
-    "fft.irfftn": _NO_COMPLEX + " (backward only)",
     "linalg.eig": "general (non-symmetric) eigendecomposition is not lowered; its results are complex",
     "linalg.eigvals": "general (non-symmetric) eigendecomposition is not lowered; its results are complex",
     "sparse.sampled_addmm": _NO_SPARSE,
@@ -161,8 +153,8 @@ EXPECTED_FAILURES = {
     "special.scaled_modified_bessel_k1": "not lowered yet",
     "histogramdd": "not lowered yet (_histogramdd_bin_edges)",
     "_upsample_bilinear2d_aa": "anti-aliased bilinear upsampling is not lowered",
-    "nn.functional.fractional_max_pool2d": "not lowered yet (random pooling regions)",
-    "nn.functional.fractional_max_pool3d": "not lowered yet (random pooling regions)",
+    "nn.functional.fractional_max_pool2d": _RANDOM_REGIONS,
+    "nn.functional.fractional_max_pool3d": _RANDOM_REGIONS,
     "nn.functional.grid_sample": "bicubic interpolation is not lowered (bilinear and nearest are)",
     "grid_sampler_2d": "bicubic interpolation is not lowered (bilinear and nearest are)",
 }

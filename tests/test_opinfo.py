@@ -45,6 +45,9 @@ CURATED = [
     "nn.functional.ctc_loss", "linalg.solve", "linalg.det", "linalg.cholesky", "linalg.qr",
     "linalg.svdvals", "linalg.eigvalsh", "special.chebyshev_polynomial_t", "special.i0e", "gcd",
     "mode", "index_reduce.amax", "nn.functional.multi_margin_loss",
+    # complex numbers, and the ops whose indices are checked on the device
+    "angle", "fft.irfft", "fft.hfft", "stft", "take", "put", "gather",
+    "nn.functional.nll_loss", "nn.functional.cross_entropy",
 ]
 
 BUDGET_S = 5.0  # per OpInfo; the sweep's default is 10 s
@@ -62,6 +65,17 @@ def test_opinfo(name, highest_matmul_precision):
     assert res["fwd"] is True, f"{name} forward: {res['fwd']}"
     if op.supports_autograd:
         assert res["bwd"] is True, f"{name} backward: {res['bwd']}"
+
+
+# Complex results: the sweep compares the forward only (tests/test_complex.py
+# checks gradients through them, e.g. Llama's rotary embedding).
+COMPLEX_FORWARD = ["view_as_complex", "complex", "polar"]
+
+
+@pytest.mark.parametrize("name", COMPLEX_FORWARD)
+def test_opinfo_complex_forward(name):
+    res = opinfo_sweep.run_opinfo(_ops_by_name()[name], budget=BUDGET_S)
+    assert res["fwd"] is True, f"{name} forward: {res['fwd']}"
 
 
 def test_expected_failures_name_real_opinfos_with_reasons():

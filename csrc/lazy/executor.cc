@@ -369,6 +369,10 @@ void Executor::EndBatch() {
   if (t_batch_depth > 0 && --t_batch_depth == 0) Flush();
 }
 
+void Executor::EndBatchDeferred() {
+  if (t_batch_depth > 0) --t_batch_depth;
+}
+
 std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<Operand> inputs,
                                    std::vector<OutputTarget> outputs) {
   // Fused Eager reports failures later than the op returns: remember the

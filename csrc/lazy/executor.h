@@ -92,6 +92,10 @@ class Executor {
   // (ops/foreach.cc) in Strict Eager.
   void BeginBatch();
   void EndBatch();
+  // Ends a batch without launching it: what it recorded runs with the next
+  // launch, so in Strict Eager a small op recorded this way (an index check,
+  // ops/index_checks.h) shares the program of the op that follows.
+  void EndBatchDeferred();
   // Makes `node` ready (flushing if it is deferred); raises its error.
   void Materialize(const NodePtr& node);
   size_t pending() const;

@@ -13,6 +13,7 @@
 #include "lazy/modes.h"
 #include "lazy/where.h"
 #include "ops/bridge.h"
+#include "ops/formula.h"
 
 namespace tpu::ops {
 
@@ -24,35 +25,32 @@ using TT = std::vector<ir::TensorType>;
 
 namespace {
 
-// ins = (record s64[3], index, id s64, [ignore s64]); ints = (lo, size,
-// has_ignore). record = (bad, value, id): once bad, it keeps the first
-// failure; else it takes this check's (1, an offending value, id) if any
-// index is out of range.
+// ins = (record s64[3], index, [ignore s64]); ints = (lo, size,
+// has_ignore). record = (bad, value, n): n counts the checks that passed
+// since the record was last read, so at the first failure it is the failing
+// check's position in the host's list; from then on the record keeps it.
 VS LowerIndexCheck(Builder& b, const VS& in, const lazy::Attrs& a, const TT&) {
   const DType s64 = DType::S64;
   Value idx = ir::Convert(b, in[1], s64);
   const int64_t k = b.type(idx).numel();
   idx = ir::Reshape(b, idx, {k});
-  auto full = [&](int64_t v) { return ir::Full(b, ir::ConstantI(b, v, s64), {k}); };
-  Value oob = ir::Binary(b, "stablehlo.or", ir::Compare(b, idx, full(a.ints[0]), ir::Cmp::LT),
-                         ir::Compare(b, idx, full(a.ints[1]), ir::Cmp::GE));
+  auto full = [&](int64_t v, int64_t n) { return ir::Full(b, ir::ConstantI(b, v, s64), {n}); };
+  Value oob = ir::Binary(b, "stablehlo.or", ir::Compare(b, idx, full(a.ints[0], k), ir::Cmp::LT),
+                         ir::Compare(b, idx, full(a.ints[1], k), ir::Cmp::GE));
   if (a.ints[2]) {
-    Value keep = ir::Compare(b, idx, ir::BroadcastTo(b, in[3], {k}), ir::Cmp::NE);
+    Value keep = ir::Compare(b, idx, ir::BroadcastTo(b, in[2], {k}), ir::Cmp::NE);
     oob = ir::Binary(b, "stablehlo.and", oob, keep);
   }
   Value any = ir::Reduce(b, oob, ir::ConstantI(b, 0, DType::PRED), {0}, "stablehlo.or");
   Value bad = ir::Select(b, oob, idx, ir::Full(b, ir::MinValue(b, s64), {k}));
-  Value val = ir::Reduce(b, bad, ir::MinValue(b, s64), {0}, "stablehlo.maximum");
-  Value fresh = ir::Concatenate(b,
-                                {ir::Reshape(b, ir::ConstantI(b, 1, s64), {1}),
-                                 ir::Reshape(b, val, {1}), ir::Reshape(b, in[2], {1})},
-                                0);
+  Value val = ir::Reshape(b, ir::Reduce(b, bad, ir::MinValue(b, s64), {0}, "stablehlo.maximum"), {1});
   Value rec = in[0];
-  Value rec_bad = ir::Compare(b, ir::Slice(b, rec, {0}, {1}, {1}),
-                              ir::Reshape(b, ir::ConstantI(b, 0, s64), {1}), ir::Cmp::NE);
-  Value keep = ir::Binary(b, "stablehlo.or", rec_bad,
-                          ir::Reshape(b, ir::Unary(b, "stablehlo.not", any), {1}));
-  return {ir::Select(b, ir::BroadcastTo(b, keep, {3}), rec, fresh)};
+  Value n = ir::Slice(b, rec, {2}, {3}, {1});
+  Value failed = ir::Concatenate(b, {full(1, 1), val, n}, 0);
+  Value passed = ir::Concatenate(b, {full(0, 1), full(0, 1), Add(b, n, full(1, 1))}, 0);
+  Value rec_bad = ir::Compare(b, ir::Slice(b, rec, {0}, {1}, {1}), full(0, 1), ir::Cmp::NE);
+  Value next = ir::Select(b, ir::BroadcastTo(b, ir::Reshape(b, any, {1}), {3}), failed, passed);
+  return {ir::Select(b, ir::BroadcastTo(b, rec_bad, {3}), rec, next)};
 }
 constexpr lazy::Lowering kIndexCheck{"tpu::index_check", &LowerIndexCheck};
 
@@ -129,13 +127,21 @@ void CheckIndexRange(const IndexRule& rule, const at::Tensor& index, int64_t siz
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.record.defined()) s.record = at::zeros({3}, index.options().dtype(at::kLong));
-    const int64_t id = static_cast<int64_t>(s.checks.size());
     s.checks.push_back({rule, lazy::CurrentWhere()});
-    std::vector<lazy::Operand> in = Operands(OperandOf(s.record), OperandOf(index),
-                                             ScalarOperand(id, at::kLong));
+    std::vector<lazy::Operand> in = Operands(OperandOf(s.record), OperandOf(index));
     if (ignore) in.push_back(ScalarOperand(*ignore, at::kLong));
-    RunInto(kIndexCheck, {{lo, size, ignore.has_value()}, {}, {}}, std::move(in),
-            {TypeOf({3}, at::kLong)}, {s.record});
+    // Recorded without a launch of its own: it runs in the program of the
+    // op that follows (the one whose indices these are).
+    lazy::Executor& ex = lazy::Executor::Get();
+    ex.BeginBatch();
+    try {
+      RunInto(kIndexCheck, {{lo, size, ignore.has_value()}, {}, {}}, std::move(in),
+              {TypeOf({3}, at::kLong)}, {s.record});
+    } catch (...) {
+      ex.EndBatchDeferred();
+      throw;
+    }
+    ex.EndBatchDeferred();
   }
   if (lazy::CurrentMode() == lazy::EagerMode::kDeferNeverLaunchBlocking ||
       S().checks.size() >= kMaxPending)
@@ -150,8 +156,9 @@ void RaisePendingIndexErrors() {
   lazy::Executor::Get().Download(OperandOf(s.record).node, rec, sizeof rec);
   std::vector<Pending> checks;
   checks.swap(s.checks);
-  if (rec[0] == 0) return;
+  // The next checks count from 0 again (a fresh record: no op of its own).
   s.record = at::zeros({3}, s.record.options());
+  if (rec[0] == 0) return;
   lock.unlock();
   const size_t id = static_cast<size_t>(rec[2]);
   const Pending& p = checks.at(id < checks.size() ? id : 0);

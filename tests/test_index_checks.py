@@ -145,3 +145,29 @@ def test_checks_can_be_turned_off(subprocess_results):
     assert off.returncode == 0, off.stderr
     assert off.stdout.split() == ["1.0", "no", "error"], off.stdout
     assert on.returncode != 0 and "IndexError: index out of range in self" in on.stderr, on.stderr
+
+
+def test_checks_inside_compiled_graphs():
+    # A captured graph carries its checks: each replay updates the device
+    # record and the error surfaces at the next read, as in eager mode.
+    import torch._dynamo
+
+    emb = torch.nn.Embedding(10, 4).to(TPU)
+
+    def f(idx, tgt):
+        logits = emb(idx) @ emb.weight.t()
+        return F.cross_entropy(logits, tgt)
+
+    torch._dynamo.reset()
+    g = torch.compile(f, backend="tpu")
+    ok_idx, ok_tgt = torch.tensor([1, 2, 3], device=TPU), torch.tensor([0, 9, 4], device=TPU)
+    want = f(ok_idx, ok_tgt).item()
+    assert abs(g(ok_idx, ok_tgt).item() - want) < 1e-4  # capture
+    assert abs(g(ok_idx, ok_tgt).item() - want) < 1e-4  # replay
+    with pytest.raises(IndexError, match="index out of range in self"):
+        g(torch.tensor([1, 12, 3], device=TPU), ok_tgt).item()
+    assert abs(g(ok_idx, ok_tgt).item() - want) < 1e-4  # later replays are clean
+    with pytest.raises(IndexError, match="Target 10 is out of bounds"):
+        g(ok_idx, torch.tensor([0, 10, 4], device=TPU)).item()
+    y = torch.arange(3.0, device=TPU)
+    assert y.sum().item() == 3.0

@@ -242,6 +242,9 @@ def test_fractional_max_pool_matches_cpu_exactly(nd, dtype):
     vc, ic = fn(xc, k, o, s)
     vt, it = fn(xt, k, o, s.to(TPU))
     assert torch.equal(it.cpu(), ic) and torch.equal(vt.detach().cpu(), vc.detach())
+    out, idx = torch.empty(0, dtype=dtype, device=TPU), torch.empty(0, dtype=torch.long, device=TPU)
+    fn.output(x.to(TPU), k, o, s.to(TPU), output=out, indices=idx)  # the out= variant
+    assert torch.equal(idx.cpu(), ic) and torch.equal(out.cpu(), vc.detach())
     g = torch.randn_like(vc)
     vc.backward(g)
     vt.backward(g.to(TPU))

@@ -19,6 +19,7 @@
 
 #include "lazy/executor.h"
 #include "ops/bridge.h"
+#include "ops/index_checks.h"
 #include "ops/precision.h"
 
 namespace py = pybind11;
@@ -154,6 +155,7 @@ class CapturedGraph {
       cap_.dynamic.push_back({node, dim, k});
     }
     cap_.sizes = sizes;
+    index_mark_ = MarkIndexChecks();
     lazy::Executor::Get().BeginCapture();
     active_ = true;
   }
@@ -193,6 +195,16 @@ class CapturedGraph {
     for (const auto& [j, refresh] : cap_.rng) arg_src_[j] = -2;
     if (!cap_.dynamic.empty())
       for (size_t j = cap_.size_args; j < cap_.args.size(); ++j) arg_src_[j] = -3;
+
+    // Index checks (ops/index_checks.h): the device record in and out.
+    index_checks_ = IndexChecksSince(index_mark_);
+    if (!index_checks_.checks.empty()) {
+      auto a = arg_index.find(index_mark_.record.get());
+      auto r = result_index.find(index_checks_.record.get());
+      if (a == arg_index.end() || r == result_index.end()) return false;
+      arg_src_[a->second] = -4;
+      record_result_ = r->second;
+    }
 
     // Inputs the graph wrote to (copy_ into a parameter, running stats).
     for (size_t i = 0; i < in_slots_.size(); ++i) {
@@ -284,6 +296,8 @@ class CapturedGraph {
           prog_args[j] = SlotOf(tensors[src])->node;
         } else if (src == -3) {
           prog_args[j] = ex.Scalar(&sizes[j - cap_.size_args], ir::DType::S32);
+        } else if (src == -4) {
+          prog_args[j] = IndexRecordForReplay();
         } else if (src == -2) {
           for (const auto& [idx, refresh] : cap_.rng)
             if (idx == static_cast<int>(j)) {
@@ -302,6 +316,7 @@ class CapturedGraph {
       results = ex.Launch(cap_, prog_args);
     }
     for (const auto& [i, k] : mutated_) SlotOf(tensors[i])->node = results[k];
+    if (record_result_ >= 0) AfterReplay(results[record_result_], index_checks_.checks);
 
     std::vector<c10::Storage> storages(num_groups_);
     py::list out_list;
@@ -354,11 +369,15 @@ class CapturedGraph {
   std::vector<lazy::StorageSlot*> in_slots_;
   std::vector<lazy::NodePtr> in_nodes_;
   lazy::Captured cap_;
-  // Per program argument: input index, -1 constant, -2 RNG state, -3 size.
+  // Per program argument: input index, -1 constant, -2 RNG state, -3 size,
+  // -4 the index-check record.
   std::vector<int> arg_src_;
   std::vector<std::pair<int, int>> mutated_;  // (input, result)
   std::vector<Out> outs_;
   int num_groups_ = 0;
+  IndexCheckMark index_mark_;
+  CapturedIndexChecks index_checks_;
+  int record_result_ = -1;  // the program's result that is the new record
 };
 
 }  // namespace

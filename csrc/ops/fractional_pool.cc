@@ -184,26 +184,20 @@ std::tuple<Tensor, Tensor> fmp2d(const Tensor& self, at::IntArrayRef k, at::IntA
   return FractionalMaxPool("fractional_max_pool2d", self, 2, k, o, samples,
                            std::get<0>(meta).sizes());
 }
-std::tuple<Tensor&, Tensor&> fmp2d_out(const Tensor& self, at::IntArrayRef k, at::IntArrayRef o,
-                                       const Tensor& samples, Tensor& out, Tensor& idx) {
-  auto [v, i] = fmp2d(self, k, o, samples);
-  PrepareOut("fractional_max_pool2d", out, v.sizes(), v.scalar_type());
-  PrepareOut("fractional_max_pool2d", idx, i.sizes(), at::kLong);
-  out.copy_(v);
-  idx.copy_(i);
-  return {out, idx};
-}
 std::tuple<Tensor, Tensor> fmp3d(const Tensor& self, at::IntArrayRef k, at::IntArrayRef o,
                                  const Tensor& samples) {
   auto meta = at::fractional_max_pool3d(MetaOf(self), k, o, MetaOf(samples));
   return FractionalMaxPool("fractional_max_pool3d", self, 3, k, o, samples,
                            std::get<0>(meta).sizes());
 }
-std::tuple<Tensor&, Tensor&> fmp3d_out(const Tensor& self, at::IntArrayRef k, at::IntArrayRef o,
-                                       const Tensor& samples, Tensor& out, Tensor& idx) {
-  auto [v, i] = fmp3d(self, k, o, samples);
-  PrepareOut("fractional_max_pool3d", out, v.sizes(), v.scalar_type());
-  PrepareOut("fractional_max_pool3d", idx, i.sizes(), at::kLong);
+// The .output variants: the functional result copied into out and indices.
+template <std::tuple<Tensor, Tensor> (*F)(const Tensor&, at::IntArrayRef, at::IntArrayRef,
+                                          const Tensor&)>
+std::tuple<Tensor&, Tensor&> fmp_out(const Tensor& self, at::IntArrayRef k, at::IntArrayRef o,
+                                     const Tensor& samples, Tensor& out, Tensor& idx) {
+  auto [v, i] = F(self, k, o, samples);
+  PrepareOut("fractional_max_pool", out, v.sizes(), v.scalar_type());
+  PrepareOut("fractional_max_pool", idx, i.sizes(), at::kLong);
   out.copy_(v);
   idx.copy_(i);
   return {out, idx};
@@ -221,9 +215,9 @@ Tensor fmp3d_backward(const Tensor& grad, const Tensor& self, at::IntArrayRef, a
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fractional_max_pool2d", TORCH_FN(fmp2d));
-  m.impl("fractional_max_pool2d.output", TORCH_FN(fmp2d_out));
+  m.impl("fractional_max_pool2d.output", TORCH_FN(fmp_out<fmp2d>));
   m.impl("fractional_max_pool3d", TORCH_FN(fmp3d));
-  m.impl("fractional_max_pool3d.output", TORCH_FN(fmp3d_out));
+  m.impl("fractional_max_pool3d.output", TORCH_FN(fmp_out<fmp3d>));
   m.impl("fractional_max_pool2d_backward", TORCH_FN(fmp2d_backward));
   m.impl("fractional_max_pool3d_backward", TORCH_FN(fmp3d_backward));
 }

@@ -122,7 +122,7 @@ void CheckIndexRange(const IndexRule& rule, const at::Tensor& index, int64_t siz
     }
     return;
   }
-  if (!IndexChecksEnabled() || lazy::Executor::Get().capturing()) return;
+  if (!IndexChecksEnabled()) return;
   State& s = S();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -142,6 +142,48 @@ void CheckIndexRange(const IndexRule& rule, const at::Tensor& index, int64_t siz
       throw;
     }
     ex.EndBatchDeferred();
+  }
+  if (lazy::Executor::Get().capturing()) return;  // read after the graph runs
+  if (lazy::CurrentMode() == lazy::EagerMode::kDeferNeverLaunchBlocking ||
+      S().checks.size() >= kMaxPending)
+    RaisePendingIndexErrors();
+}
+
+IndexCheckMark MarkIndexChecks() {
+  // The record exists before the capture starts, so that a captured check
+  // reads it as a program argument rather than a zeros op of its own.
+  IndexRecordForReplay();
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return {OperandOf(s.record).node, s.checks.size()};
+}
+
+CapturedIndexChecks IndexChecksSince(const IndexCheckMark& mark) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  CapturedIndexChecks c;
+  if (!s.record.defined()) return c;
+  c.record = SlotOf(s.record)->node;
+  for (size_t i = mark.checks; i < s.checks.size(); ++i)
+    c.checks.emplace_back(s.checks[i].rule, s.checks[i].where);
+  return c;
+}
+
+lazy::NodePtr IndexRecordForReplay() {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.record.defined())
+    s.record = at::zeros({3}, at::TensorOptions().dtype(at::kLong).device(c10::DeviceType::PrivateUse1));
+  return OperandOf(s.record).node;
+}
+
+void AfterReplay(lazy::NodePtr record,
+                 const std::vector<std::pair<IndexRule, const std::string*>>& checks) {
+  State& s = S();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    SlotOf(s.record)->node = std::move(record);
+    for (const auto& [rule, where] : checks) s.checks.push_back({rule, where});
   }
   if (lazy::CurrentMode() == lazy::EagerMode::kDeferNeverLaunchBlocking ||
       S().checks.size() >= kMaxPending)

@@ -14,6 +14,10 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "lazy/node.h"
 
 namespace tpu::ops {
 
@@ -42,6 +46,28 @@ void RaisePendingIndexErrors();
 
 // On unless TORCH_TPU_INDEX_CHECKS=0; torch_tpu.set_index_checks switches it.
 bool IndexChecksEnabled();
+
+// torch.compile (ops/compiled.cc): a captured graph's checks read and write
+// the same device record as eager ops. A capture notes the record and the
+// number of recorded checks when it starts; at each replay it passes the
+// record's current node to the program, stores the program's new record and
+// appends the checks it captured, in order.
+struct IndexCheckMark {
+  lazy::NodePtr record;  // the record's node when the capture started (null: none yet)
+  size_t checks = 0;     // checks recorded before it
+};
+IndexCheckMark MarkIndexChecks();
+// The checks recorded since `mark`, and the record's node now.
+struct CapturedIndexChecks {
+  std::vector<std::pair<IndexRule, const std::string*>> checks;
+  lazy::NodePtr record;
+};
+CapturedIndexChecks IndexChecksSince(const IndexCheckMark& mark);
+// The record's node to pass to a replay (creating the record if needed).
+lazy::NodePtr IndexRecordForReplay();
+// After a replay: the program's new record and the checks it ran.
+void AfterReplay(lazy::NodePtr record,
+                 const std::vector<std::pair<IndexRule, const std::string*>>& checks);
 void SetIndexChecks(bool on);
 
 }  // namespace tpu::ops

@@ -43,12 +43,21 @@ case "${1:-}" in
     shift
     cmake --build "$BUILD" -j "$(nproc)"
     (cd "$BUILD" && ctest --output-on-failure)
+    # Each run starts with an empty persistent compilation cache of its own:
+    # loading executables that another process wrote has crashed long runs
+    # (XLA CPU's DeserializeAndLoad failed and the next C++ exception died in
+    # libgcc's unwinder; issue 27). tests/test_disk_cache.py tests the cache
+    # in child processes with directories of their own.
+    CACHE_ROOT=$(mktemp -d)
+    trap 'rm -rf "$CACHE_ROOT"' EXIT
     echo "== pytest, Strict Eager"
-    "$VENV/bin/python" -m pytest -q tests "$@"
+    TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/strict" "$VENV/bin/python" -m pytest -q tests "$@"
     echo "== pytest, Fused Eager"
-    TORCH_TPU_DEFER_AND_FUSE=1 "$VENV/bin/python" -m pytest -q tests "$@"
+    TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/fused" TORCH_TPU_DEFER_AND_FUSE=1 \
+      "$VENV/bin/python" -m pytest -q tests "$@"
     echo "== pytest, Debug Eager"
-    TORCH_TPU_LAUNCH_BLOCKING=1 "$VENV/bin/python" -m pytest -q tests "$@"
+    TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/debug" TORCH_TPU_LAUNCH_BLOCKING=1 \
+      "$VENV/bin/python" -m pytest -q tests "$@"
     ;;
   *)
     echo "usage: $0 demo|test|build" >&2

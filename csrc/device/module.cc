@@ -213,6 +213,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_synchronize", [] {
     HANDLE_TH_ERRORS
     device::SynchronizeAll();
+    py::gil_scoped_release no_gil;
     ops::RaisePendingIndexErrors();  // a device-side index error surfaces here
     END_HANDLE_TH_ERRORS_PYBIND
   });
@@ -267,6 +268,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_index_checks", &ops::SetIndexChecks);
   m.def("_raise_index_errors", [] {
     HANDLE_TH_ERRORS
+    py::gil_scoped_release no_gil;
     ops::RaisePendingIndexErrors();
     END_HANDLE_TH_ERRORS_PYBIND
   });

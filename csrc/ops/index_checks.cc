@@ -124,10 +124,11 @@ void CheckIndexRange(const IndexRule& rule, const at::Tensor& index, int64_t siz
   }
   if (!IndexChecksEnabled()) return;
   State& s = S();
+  const std::string* where = lazy::CurrentWhere();  // takes the GIL: not under s.mu
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.record.defined()) s.record = at::zeros({3}, index.options().dtype(at::kLong));
-    s.checks.push_back({rule, lazy::CurrentWhere()});
+    s.checks.push_back({rule, where});
     std::vector<lazy::Operand> in = Operands(OperandOf(s.record), OperandOf(index));
     if (ignore) in.push_back(ScalarOperand(*ignore, at::kLong));
     // Recorded without a launch of its own: it runs in the program of the

@@ -43,21 +43,32 @@ case "${1:-}" in
     shift
     cmake --build "$BUILD" -j "$(nproc)"
     (cd "$BUILD" && ctest --output-on-failure)
-    # Each run starts with an empty persistent compilation cache of its own:
-    # loading executables that another process wrote has crashed long runs
-    # (XLA CPU's DeserializeAndLoad failed and the next C++ exception died in
-    # libgcc's unwinder; issue 27). tests/test_disk_cache.py tests the cache
-    # in child processes with directories of their own.
+    # Each test file runs in a process of its own, with an empty persistent
+    # compilation cache: state that builds up over a long single process has
+    # crashed it (SIGSEGV in libgcc's unwinder after XLA CPU failed to load
+    # an executable; issue 27). tests/test_disk_cache.py tests the cache in
+    # child processes with directories of their own.
     CACHE_ROOT=$(mktemp -d)
     trap 'rm -rf "$CACHE_ROOT"' EXIT
-    echo "== pytest, Strict Eager"
-    TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/strict" "$VENV/bin/python" -m pytest -q tests "$@"
-    echo "== pytest, Fused Eager"
-    TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/fused" TORCH_TPU_DEFER_AND_FUSE=1 \
-      "$VENV/bin/python" -m pytest -q tests "$@"
-    echo "== pytest, Debug Eager"
-    TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/debug" TORCH_TPU_LAUNCH_BLOCKING=1 \
-      "$VENV/bin/python" -m pytest -q tests "$@"
+    status=0
+    for mode in strict fused debug; do
+      case $mode in
+        strict) echo "== pytest, Strict Eager"; mode_env=() ;;
+        fused) echo "== pytest, Fused Eager"; mode_env=(TORCH_TPU_DEFER_AND_FUSE=1) ;;
+        debug) echo "== pytest, Debug Eager"; mode_env=(TORCH_TPU_LAUNCH_BLOCKING=1) ;;
+      esac
+      for file in tests/test_*.py; do
+        rc=0
+        env "${mode_env[@]}" TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/$mode/${file##*/}" \
+          "$VENV/bin/python" -m pytest -q "$file" "$@" || rc=$?
+        # 5: no test selected in this file (with -k, for example)
+        if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then
+          echo "FAILED: $file ($mode, exit $rc)"
+          status=1
+        fi
+      done
+    done
+    exit $status
     ;;
   *)
     echo "usage: $0 demo|test|build" >&2

@@ -4,6 +4,10 @@
 #   ./run.sh test    C++ unit tests (CTest), then the Python tests (pytest) in
 #                    each eager mode: Strict, Fused, Debug
 #   ./run.sh build   set up and build only
+#   ./run.sh sanitize [python args]
+#                    build the extension with AddressSanitizer and UBSan
+#                    (build/sanitize) and run python with it (default: the
+#                    Python tests in Strict Eager)
 # Extra arguments after `test` go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -70,8 +74,26 @@ case "${1:-}" in
     done
     exit $status
     ;;
+  sanitize)
+    setup
+    shift
+    SAN=$ROOT/build/sanitize
+    cmake -S "$ROOT" -B "$SAN" -G Ninja -DPYTHON_EXECUTABLE="$VENV/bin/python" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTORCH_TPU_BUILD_TESTS=OFF \
+      -DTORCH_TPU_SANITIZE=address,undefined -DTORCH_TPU_EXTENSION_DIR="$SAN/lib" >/dev/null
+    cmake --build "$SAN" --target _C -j "$(nproc)"
+    # The interpreter is not instrumented: the runtimes are preloaded. Python
+    # keeps objects alive until exit by design, so leak checking is off.
+    export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:alloc_dealloc_mismatch=0:detect_odr_violation=0:abort_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+    TORCH_TPU_EXTENSION=$(ls "$SAN"/lib/_C*.so)
+    export TORCH_TPU_EXTENSION
+    if [ $# = 0 ]; then set -- -m pytest -q tests; fi
+    exec "$VENV/bin/python" "$@"
+    ;;
   *)
-    echo "usage: $0 demo|test|build" >&2
+    echo "usage: $0 demo|test|build|sanitize" >&2
     exit 2
     ;;
 esac

@@ -20,6 +20,13 @@ v = y.item()
 xc = x.cpu()
 ref = ((xc * 3 + 1).relu() @ xc.t()).sum().item()
 assert abs(v - ref) <= 1e-5 * abs(ref), (v, ref)  # against CPU, whatever the cache served
+# C++ exceptions still unwind after whatever the plugin's loader did.
+for _ in range(3):
+    try:
+        torch.ones(2, device="tpu").view(3)
+        raise AssertionError("view(3) of 2 elements did not raise")
+    except RuntimeError as e:
+        assert "invalid for input of size 2" in str(e), e
 s = torch.tpu._get_cache_stats()
 print(json.dumps({"value": v, "compiles": s["compiles"], "disk_hits": s["disk_hits"],
                   "prefetched": s["prefetched"]}))
@@ -76,6 +83,44 @@ def test_corrupt_and_truncated_entries_are_ignored_and_rewritten(tmp_path):
     assert third["compiles"] == 0
 
 
+def damage_executable(path):
+    """Keeps the entry's framing, identity and key; garbles the executable."""
+    data = bytearray(path.read_bytes())
+    pos = 8
+    for _ in range(2):  # identity, key
+        pos += 8 + int.from_bytes(data[pos:pos + 8], "little")
+    n = int.from_bytes(data[pos:pos + 8], "little")
+    data[pos + 8:pos + 8 + n] = (b"\xff\x07not an executable" * n)[:n]
+    path.write_bytes(bytes(data))
+
+
+def test_executable_the_plugin_refuses_is_set_aside_and_recompiled(tmp_path):
+    # An entry that parses but whose executable the plugin does not load:
+    # reported without a C++ exception, moved aside, recompiled, and the
+    # process's exceptions keep working (the script raises three after it).
+    cold, _ = run(tmp_path, {"TORCH_TPU_CACHE_PREFETCH": "0"})
+    files = entries(tmp_path)
+    damage_executable(tmp_path / files[0])
+    again, err = run(tmp_path, {"TORCH_TPU_CACHE_PREFETCH": "0"})
+    assert "entry that does not load" in err and "DeserializeAndLoad" in err, err
+    assert again["value"] == cold["value"]
+    assert again["compiles"] == 1 and again["disk_hits"] == cold["compiles"] - 1
+    assert os.path.exists(tmp_path / (files[0] + ".unloadable"))
+    third, err = run(tmp_path, {"TORCH_TPU_CACHE_PREFETCH": "0"})  # rewritten
+    assert third["compiles"] == 0 and "does not load" not in err
+
+
+def test_executable_the_plugin_refuses_is_not_prefetched(tmp_path):
+    cold, _ = run(tmp_path)
+    files = entries(tmp_path)
+    damage_executable(tmp_path / files[-1])
+    again, err = run(tmp_path, {"EXPECT_PREFETCHED": str(len(files) - 1)})
+    assert err.count("entry that does not load") == 1, err  # the prefetch warns, once
+    assert again["value"] == cold["value"]
+    assert again["compiles"] == 1 and again["prefetched"] == len(files) - 1
+    assert os.path.exists(tmp_path / (files[-1] + ".unloadable"))
+
+
 def test_entry_of_another_plugin_build_is_ignored(tmp_path):
     run(tmp_path)
     f = tmp_path / entries(tmp_path)[0]
@@ -125,3 +170,30 @@ def test_damaged_manifest_and_entries_are_not_prefetched(tmp_path):
     assert again["value"] == cold["value"]
     assert again["compiles"] == 1 and again["prefetched"] == len(files) - 1
     assert err.count("corrupt or truncated compilation cache entry") == 1  # the request warns, once
+
+
+BOUNDED = r"""
+import json, torch, torch_tpu
+# Twelve shapes, each a program of its own, asked for twice in turn: with a
+# bound of 4 the early ones are dropped from memory and loaded again.
+for rnd in range(2):
+    for n in range(1, 13):
+        x = torch.arange(n * 3, dtype=torch.float32).reshape(n, 3)
+        got = (x.to("tpu") * 2 + 1).sum(0).cpu()
+        assert torch.equal(got, (x * 2 + 1).sum(0)), (n, got)
+s = torch.tpu._get_cache_stats()
+print(json.dumps({k: s[k] for k in ("cached", "evicted", "compiles", "disk_hits")}))
+"""
+
+
+def test_executables_in_memory_are_bounded_least_recently_used_first(tmp_path):
+    env = dict(os.environ, TORCH_TPU_COMPILATION_CACHE_DIR=str(tmp_path),
+               TORCH_TPU_EXECUTABLE_CACHE_SIZE="4", TORCH_TPU_CACHE_PREFETCH="0")
+    p = subprocess.run([sys.executable, "-c", BOUNDED], env=env, capture_output=True, text=True,
+                       timeout=240)
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout.splitlines()[-1])
+    assert s["cached"] <= 5 and s["evicted"] > 0, s
+    # Every program of the first round was dropped before the second asked
+    # for it again, which loaded it from disk instead of compiling it.
+    assert s["compiles"] > 0 and s["disk_hits"] == s["compiles"], s

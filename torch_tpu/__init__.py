@@ -10,8 +10,18 @@ import sys
 
 import torch
 
-from . import _C  # noqa: F401  (registers the device: allocator, guard, hooks, kernels)
 from ._env import env
+
+if env.extension:
+    # Another build of the extension (the sanitizer build): loaded under the
+    # package's name before `from . import _C` would find the package's own.
+    import importlib.util as _util
+
+    _spec = _util.spec_from_file_location(__name__ + "._C", env.extension)
+    _ext = _util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _ext
+    _spec.loader.exec_module(_ext)
+from . import _C  # noqa: E402, F401  (registers the device: allocator, guard, hooks, kernels)
 
 _C._configure(env.plugin_path, env.platform, [p for p in sys.path if p and os.path.isdir(p)])
 

@@ -36,6 +36,9 @@ VARIABLES = (
     _Var("TORCH_TPU_DIST_ENGINE", "", "experimental",
          "tpu_dist collectives: 'host' (through the host with Gloo) or 'xla' (StableHLO "
          "collectives); default: what the plugin supports ('host' on the CPU plugin)."),
+    _Var("TORCH_TPU_EXTENSION", "", "experimental",
+         "Path of the torch_tpu._C extension module to load instead of the package's (the "
+         "sanitizer build of ./run.sh sanitize sets it)."),
     _Var("TORCH_TPU_INDEX_CHECKS", "1", "stable",
          "Ops that take indices (indexing, gather/scatter, embedding, nll_loss, ...) check "
          "them on the device and raise the error CPU raises at the next read of a tpu value "

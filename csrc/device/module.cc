@@ -158,6 +158,9 @@ py::dict CacheStats() {
   d["hits"] = s.hits;
   d["disk_hits"] = s.disk_hits;
   d["prefetched"] = s.prefetched;
+  d["disk_refused"] = s.disk_refused;
+  d["evicted"] = s.evicted;
+  d["cached"] = s.cached;
   d["compiles"] = s.compiles;
   d["launches"] = s.launches;
   d["compile_seconds"] = s.compile_seconds;

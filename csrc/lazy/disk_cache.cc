@@ -137,6 +137,13 @@ std::optional<DiskCache::Stored> DiskCache::Read(const std::string& name) const 
   return got;
 }
 
+std::string DiskCache::SetAside(const std::string& name) const {
+  if (dir_.empty()) return "";
+  const std::string from = dir_ + "/" + name, to = from + ".unloadable";
+  if (::rename(from.c_str(), to.c_str()) != 0) return "";
+  return to;
+}
+
 void DiskCache::Store(const std::string& identity, const std::string& key,
                       const std::string& executable) const {
   if (dir_.empty()) return;

@@ -29,6 +29,10 @@ class DiskCache {
   // Reads the entry file `name` quietly: nullopt if it is missing or not a
   // valid entry (the load that needs it warns).
   std::optional<Stored> Read(const std::string& name) const;
+  // Moves the entry file `name` aside (to `name`.unloadable, replacing an
+  // older one): the plugin refused its executable, so no process loads it
+  // again, and its bytes stay for a bug report. Returns the new path.
+  std::string SetAside(const std::string& name) const;
 
   // The start-up manifest of one program: the entries it asked for first,
   // in order, so that its next start can load them ahead of use.

@@ -1,5 +1,7 @@
 #include "lazy/executor.h"
 
+#include <algorithm>
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -182,7 +184,40 @@ struct Executor::Entry {
   std::shared_ptr<pjrt::Executable> exe;
   std::string error;
   bool requested = true;  // false while only prefetched
+  uint64_t last_use = 0;   // Executor::use_clock_ at the last request
 };
+
+// Executables kept in memory at most (TORCH_TPU_EXECUTABLE_CACHE_SIZE).
+// Each loaded XLA CPU executable holds several memory mappings of JIT code
+// and an EH frame registration; an unbounded cache reached the kernel's
+// vm.max_map_count (65530) in a long test run, after which the JIT's
+// mapping failed half-way and left a registration over unmapped memory
+// that crashed the next C++ exception (issue 27). The least recently used
+// are dropped (and reloaded from disk or recompiled when asked for again).
+static size_t ExecutableCacheLimit() {
+  static const size_t n = [] {
+    const char* v = std::getenv("TORCH_TPU_EXECUTABLE_CACHE_SIZE");
+    long long x = v ? std::atoll(v) : 0;
+    return x > 0 ? static_cast<size_t>(x) : size_t{2048};
+  }();
+  return n;
+}
+
+// Drops the least recently used eighth of the cache once it is over its
+// limit (callers holding an executable keep it alive until they are done).
+void Executor::EvictLocked() {
+  const size_t limit = ExecutableCacheLimit();
+  if (cache_.size() <= limit) return;
+  std::vector<std::pair<uint64_t, const std::string*>> uses;
+  uses.reserve(cache_.size());
+  for (auto& [key, entry] : cache_) uses.emplace_back(entry->last_use, &key);
+  const size_t drop = cache_.size() - limit + limit / 8;
+  std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(drop - 1), uses.end());
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < drop; ++i) keys.push_back(*uses[i].second);
+  for (const std::string& k : keys) cache_.erase(k);
+  stats_.evicted += static_cast<int64_t>(keys.size());
+}
 
 // Entries a manifest lists (the first programs a run asks for: its start-up).
 static constexpr size_t kManifestEntries = 512;
@@ -199,6 +234,7 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
   ++stats_.requests;
   auto it = cache_.find(key);
   if (it != cache_.end()) {
+    it->second->last_use = ++use_clock_;
     *hit = true;
     if (it->second->requested) {
       ++stats_.hits;
@@ -209,7 +245,9 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
     return it->second;
   }
   *hit = false;
+  EvictLocked();
   auto e = std::make_shared<Entry>();
+  e->last_use = ++use_clock_;
   cache_.emplace(key, e);
   NoteFirstUseLocked(key);
   return e;
@@ -261,22 +299,41 @@ void Executor::Prefetch() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cache_.count(stored->key)) continue;  // already asked for
+      if (cache_.size() >= ExecutableCacheLimit()) return;  // never evict for a prefetch
       entry = std::make_shared<Entry>();
       entry->requested = false;
+      entry->last_use = ++use_clock_;
       cache_.emplace(stored->key, entry);
     }
     // A request for this key meanwhile waits here instead of loading it twice.
     std::call_once(entry->once, [&] {
-      try {
-        entry->exe = Runtime::Get().client().Deserialize(stored->executable);
-      } catch (const std::exception&) {
-        return;  // left without an executable: the request loads or compiles it
+      std::string error;
+      entry->exe = Runtime::Get().client().TryDeserialize(stored->executable, &error);
+      if (!entry->exe) {
+        // Left without an executable, and the file set aside: the request
+        // for it compiles (DiskCache::Load finds no entry any more).
+        RefuseEntry(name, error);
+        return;
       }
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.disk_hits;
       ++stats_.prefetched;
     });
   }
+}
+
+// The plugin did not load a stored executable. The failure is reported
+// without a C++ exception: the plugin's loader may leave the process's
+// unwinder state behind it (issue 27). The entry is set aside so that no
+// later process tries it again, and counted.
+void Executor::RefuseEntry(const std::string& name, const std::string& error) {
+  const std::string moved = disk_.SetAside(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.disk_refused;
+  }
+  Warn("ignoring a compilation cache entry that does not load (" + error + "); recompiling" +
+       (moved.empty() ? std::string() : "; the entry is kept as " + moved));
 }
 
 void Executor::StopPrefetch() {
@@ -314,15 +371,14 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     const std::string& identity = CacheIdentity();
     auto t0 = std::chrono::steady_clock::now();
     if (auto bytes = disk_.Load(identity, key)) {
-      try {
-        entry->exe = client.Deserialize(*bytes);
+      std::string error;
+      entry->exe = client.TryDeserialize(*bytes, &error);
+      if (entry->exe) {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.disk_hits;
         return;
-      } catch (const std::exception& e) {
-        Warn("ignoring a compilation cache entry that does not load (" + std::string(e.what()) +
-             "); recompiling");
       }
+      RefuseEntry(DiskCache::EntryName(identity, key), error);
     }
     const std::string text = print();
     try {
@@ -893,7 +949,9 @@ void Executor::Download(const NodePtr& node, void* dst, size_t nbytes) {
 
 CacheStats Executor::stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  CacheStats s = stats_;
+  s.cached = static_cast<int64_t>(cache_.size());
+  return s;
 }
 
 void Executor::ClearCache() {

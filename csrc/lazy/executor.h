@@ -67,8 +67,11 @@ struct CacheStats {
   // hits: requests served by an executable that an earlier request
   // compiled or loaded (so requests - hits counts the programs this process
   // has asked for); disk_hits: executables loaded from the persistent cache,
-  // on demand or ahead of use (prefetched: those loaded ahead, at start-up).
-  int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0;
+  // on demand or ahead of use (prefetched: those loaded ahead, at start-up);
+  // disk_refused: stored executables the plugin did not load (set aside).
+  int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0,
+          disk_refused = 0, evicted = 0;
+  int64_t cached = 0;  // executables held in memory now
   double compile_seconds = 0;
   std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds
 };
@@ -153,6 +156,8 @@ class Executor {
   std::string ManifestName();
   void Prefetch();
   void StopPrefetch();
+  void RefuseEntry(const std::string& name, const std::string& error);
+  void EvictLocked();
   void FlushLocked(Captured* capture = nullptr);
 
   // Fused Eager cuts the op stream where it repeats (one layer, one step):
@@ -172,6 +177,7 @@ class Executor {
 
   std::mutex mu_;  // the cache and stats
   std::unordered_map<std::string, std::shared_ptr<Entry>> cache_;
+  uint64_t use_clock_ = 0;
   CacheStats stats_;
   DiskCache disk_;
   std::vector<std::string> first_used_;  // entry names, in order of first request

@@ -896,8 +896,19 @@ PJRT_LoadedExecutable* Client::CompileRaw(const std::string& mlir_text, const st
 }
 
 std::unique_ptr<Executable> Client::Deserialize(const std::string& bytes, int device) {
+  std::string error;
+  std::unique_ptr<Executable> exe = TryDeserialize(bytes, &error, device);
+  if (!exe) throw Error(error, kInvalidArgument);
+  return exe;
+}
+
+std::unique_ptr<Executable> Client::TryDeserialize(const std::string& bytes, std::string* error,
+                                                   int device) {
   PJRT_Device* dev = DeviceAt(devices_, device);
-  if (bytes.empty()) throw Error("Deserialize: empty executable", kInvalidArgument);
+  if (bytes.empty()) {
+    *error = "Deserialize: empty executable";
+    return nullptr;
+  }
   Args<PJRT_Executable_DeserializeAndLoad_Args> a;
   a->client = client_;
   a->serialized_executable = bytes.data();
@@ -911,7 +922,10 @@ std::unique_ptr<Executable> Client::Deserialize(const std::string& bytes, int de
     a->overridden_serialized_compile_options = options.data();
     a->overridden_serialized_compile_options_size = options.size();
   }
-  PJRT_CALL(*api_, PJRT_Executable_DeserializeAndLoad, a);
+  if (PJRT_Error* e = PJRT_FN(*api_, PJRT_Executable_DeserializeAndLoad)(a.get())) {
+    *error = "PJRT_Executable_DeserializeAndLoad failed: " + api_->TakeMessage(e);
+    return nullptr;
+  }
   return std::make_unique<Executable>(api_, a->loaded_executable, dev);
 }
 

@@ -205,6 +205,10 @@ class Client {
                                                 const std::vector<int>& replica_devices);
   // PJRT_Executable_DeserializeAndLoad.
   std::unique_ptr<Executable> Deserialize(const std::string& bytes, int device = 0);
+  // The same without throwing: null, with the plugin's message in *error,
+  // when the plugin does not load the bytes.
+  std::unique_ptr<Executable> TryDeserialize(const std::string& bytes, std::string* error,
+                                             int device = 0);
 
   const std::shared_ptr<Api>& api() const { return api_; }
  private:

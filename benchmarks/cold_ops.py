@@ -7,10 +7,11 @@ so each is compiled), timing each first call to its finished result, then
 the per-call time of repeated calls of one shape (cached). The compile
 column is the XLA compile time the executor measured (its compile_seconds
 statistic); "other" is the rest of the cold call: tracing, lowering to
-StableHLO, loading and running.
+StableHLO, loading and running. Each table row is measured twice, in two
+processes: with every program fully optimized (TORCH_TPU_QUICK_COMPILE_ELEMENTS=0)
+and with the default quick tier for small programs.
 
 Usage: python benchmarks/cold_ops.py [--shapes 12] [--iters 300] [--mode strict|fused|debug]
-Each mode runs in a child process of its own; the default runs strict.
 """
 
 import argparse
@@ -53,7 +54,7 @@ def child(args):
         cold, comp = [], []
         for k in range(args.shapes):
             n = base + k
-            a = torch.randn(n, 17 + (base % 5)).to("tpu")
+            a = torch.randn(n, 7).to("tpu")
             i = torch.arange(n).flip(0).to("tpu")
             torch_tpu.synchronize()
             s0 = stats()["compile_seconds"]
@@ -84,6 +85,14 @@ def child(args):
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def run_child(args, extra_env):
+    env = dict(os.environ, TORCH_TPU_COMPILATION_CACHE_DIR="off", **MODES[args.mode], **extra_env)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--shapes", str(args.shapes),
+           "--iters", str(args.iters)]
+    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
+    return json.loads(next(l for l in res.stdout.splitlines() if l.startswith("RESULT "))[7:])
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", type=int, default=12)
@@ -93,21 +102,26 @@ def main():
     args = p.parse_args()
     if args.child:
         return child(args)
-    env = dict(os.environ, TORCH_TPU_COMPILATION_CACHE_DIR="off", **MODES[args.mode])
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--shapes", str(args.shapes),
-           "--iters", str(args.iters)]
-    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
-    data = json.loads(next(l for l in res.stdout.splitlines() if l.startswith("RESULT "))[7:])
-    print(f"{args.mode}: cold = first call of a new shape (median of {args.shapes}), "
-          f"warm = cached, per call")
-    print(f"{'op':14s} {'cold ms':>8s} {'compile':>8s} {'other':>7s} {'first':>7s} "
-          f"{'warm us':>8s} {'CPU us':>7s} {'warm/CPU':>8s}")
-    for name, r in data.items():
-        print(f"{name:14s} {r['cold_ms']:8.2f} {r['compile_ms']:8.2f} "
-              f"{r['cold_ms'] - r['compile_ms']:7.2f} {r['first_ms']:7.1f} {r['warm_us']:8.1f} "
-              f"{r['cpu_us']:7.1f} {r['warm_us'] / r['cpu_us']:7.2f}x")
-    cold = statistics.median(r["cold_ms"] for r in data.values())
-    print(f"median cold small op: {cold:.2f} ms")
+    # Small programs compiled with the full optimizations (the quick tier
+    # off) and with the default quick tier, each in a process of its own.
+    full = run_child(args, {"TORCH_TPU_QUICK_COMPILE_ELEMENTS": "0"})
+    quick = run_child(args, {})
+    print(f"{args.mode}: cold = first call of a new shape, median of {args.shapes} shapes "
+          f"(n, 7); warm = cached, per call; full = every program optimized, quick = the "
+          f"default (small programs compiled quickly)")
+    print(f"{'op':14s} {'cold full':>9s} {'cold quick':>10s} {'compile':>8s} {'other':>6s} "
+          f"{'warm full':>9s} {'warm quick':>10s} {'CPU us':>7s}")
+    for name in quick:
+        f, q = full[name], quick[name]
+        print(f"{name:14s} {f['cold_ms']:7.2f}ms {q['cold_ms']:8.2f}ms {q['compile_ms']:6.2f}ms "
+              f"{q['cold_ms'] - q['compile_ms']:6.2f} {f['warm_us']:7.1f}us {q['warm_us']:8.1f}us "
+              f"{q['cpu_us']:7.1f}")
+    cf = statistics.median(r["cold_ms"] for r in full.values())
+    cq = statistics.median(r["cold_ms"] for r in quick.values())
+    wf = statistics.median(r["warm_us"] for r in full.values())
+    wq = statistics.median(r["warm_us"] for r in quick.values())
+    print(f"median cold small op: full {cf:.2f} ms, quick {cq:.2f} ms ({cf / cq:.2f}x faster); "
+          f"median warm: full {wf:.1f} us, quick {wq:.1f} us")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,10 @@ VARIABLES = (
     _Var("TORCH_TPU_DIST_ENGINE", "", "experimental",
          "tpu_dist collectives: 'host' (through the host with Gloo) or 'xla' (StableHLO "
          "collectives); default: what the plugin supports ('host' on the CPU plugin)."),
+    _Var("TORCH_TPU_EXECUTABLE_CACHE_SIZE", "2048", "stable",
+         "Compiled executables kept in memory (read by the C++ runtime); past it the least "
+         "recently used are dropped and loaded again from the persistent cache or recompiled "
+         "when asked for."),
     _Var("TORCH_TPU_EXTENSION", "", "experimental",
          "Path of the torch_tpu._C extension module to load instead of the package's (the "
          "sanitizer build of ./run.sh sanitize sets it)."),

@@ -70,6 +70,44 @@ std::vector<ir::Value> LowerResizeStorage(ir::Builder& b, const std::vector<ir::
 }
 constexpr lazy::Lowering kResizeStorage{"tpu::resize_storage", &LowerResizeStorage};
 
+// The storage's bytes read as another dtype (the executor's view read does
+// the bitcast); see RetypeBytes.
+std::vector<ir::Value> LowerRetypeStorage(ir::Builder&, const std::vector<ir::Value>& in,
+                                          const lazy::Attrs&, const std::vector<ir::TensorType>&) {
+  return {in[0]};
+}
+constexpr lazy::Lowering kRetypeStorage{"tpu::retype_storage", &LowerRetypeStorage};
+
+// A storage made from untyped bytes (torch.load, UntypedStorage copies)
+// holds a u8 buffer, and every program that reads a tensor of it as its own
+// dtype would bitcast the bytes, and write them back as bytes: other
+// programs than the ones that made the saved values, which XLA need not
+// round the same way to the last bit (a resumed run then drifts from the
+// uninterrupted one), and a bitcast in each. The first tensor set on such a
+// storage turns its buffer into one of the tensor's dtype, once; the bytes
+// are the same, and a tensor of another dtype on it still reads them as its
+// own.
+// The buffer takes the tensor's shape when the tensor is all of it (as an
+// op's output would be), else it is flat.
+void RetypeBytes(const Tensor& self, const c10::Storage& storage) {
+  auto* slot = static_cast<lazy::StorageSlot*>(storage.data_ptr().get());
+  if (slot == nullptr || !slot->node || slot->node->type().dtype != ir::DType::U8) return;
+  const at::ScalarType dtype = self.scalar_type();
+  if (dtype == at::kByte || dtype == at::kBool) return;
+  const int64_t itemsize = static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t nbytes = slot->node->type().numel();
+  if (nbytes == 0 || nbytes % itemsize != 0) return;
+  lazy::ViewSpec as;
+  const bool whole = self.storage_offset() == 0 && self.is_contiguous() &&
+                     self.numel() * itemsize == nbytes;
+  as.sizes = whole ? self.sizes().vec() : std::vector<int64_t>{nbytes / itemsize};
+  as.strides = lazy::WholeView(ir::TensorType{ir::DType::U8, as.sizes}).strides;
+  as.dtype = ops::ToIr(dtype);
+  lazy::Operand in{slot->node, as};
+  lazy::OutputTarget out{ir::TensorType{as.dtype, as.sizes}, nullptr, {}};
+  slot->node = lazy::Executor::Get().Run(kRetypeStorage, {}, {in}, {out})[0];
+}
+
 }  // namespace
 
 void ResizeStorageBytes(const c10::Storage& storage, size_t newsize) {
@@ -125,6 +163,7 @@ Tensor& set_storage(Tensor& self, c10::Storage source, int64_t offset, at::IntAr
       self.sizes(), self.strides(), self.element_size(), offset));
   if (self.numel() > 0 && needed > self.storage().nbytes())
     ResizeStorageBytes(self.storage(), needed);
+  RetypeBytes(self, self.storage());
   return self;
 }
 

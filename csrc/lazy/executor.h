@@ -150,8 +150,11 @@ class Executor {
  private:
   struct Entry;
   std::shared_ptr<Entry> Lookup(const std::string& key, bool* hit);
+  // `quick`: compile with the cheap options of small programs
+  // (QuickCompile in executor.cc).
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
-                                                  const std::function<std::string()>& print);
+                                                  const std::function<std::string()>& print,
+                                                  bool quick = false);
   void NoteFirstUseLocked(const std::string& key);
   std::string ManifestName();
   void Prefetch();

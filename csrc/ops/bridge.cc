@@ -201,6 +201,9 @@ void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,
 
 void PrepareOut(const char* op, const at::Tensor& out, at::IntArrayRef sizes,
                 at::ScalarType result_dtype) {
+  // The check of structured kernels' out= overloads, with their message.
+  TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1, op,
+              ": Expected out tensor to have device tpu:0, but got ", out.device(), " instead");
   TORCH_CHECK(c10::canCast(result_dtype, out.scalar_type()), op, ": result type ",
               result_dtype, " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, sizes);

@@ -215,6 +215,8 @@ Tensor& normal_ft_out_tpu(double mean, const Tensor& std, std::optional<at::Gene
 
 Tensor unfold_backward_tpu(const Tensor& grad, c10::SymIntArrayRef input_sizes, int64_t dim,
                            int64_t size, int64_t step) {
+  TORCH_CHECK_VALUE(step > 0, "step is ", step, " but must be > 0");
+  TORCH_CHECK(size >= 0, "size is ", size, " but must be >= 0");
   std::vector<int64_t> in_sizes;
   for (const auto& s : input_sizes) in_sizes.push_back(s.expect_int());
   const int64_t nd = static_cast<int64_t>(in_sizes.size());

@@ -308,6 +308,15 @@ TPU_BINARY(kGe, "aten::ge", Ge, kCompare)
 std::vector<lazy::Operand> BinaryInputs(const Tensor& a, const Tensor& b, const ElementwiseMeta& m,
                                         const c10::Scalar* alpha) {
   std::vector<lazy::Operand> in = Operands(OperandOf(a), OperandOf(b));
+  if (alpha) {  // the checks of ATen's alpha_check, with its messages
+    const at::ScalarType t = m.result;
+    TORCH_CHECK(!alpha->isBoolean() || t == at::kBool,
+                "Boolean alpha only supported for Boolean results.");
+    TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t) || alpha->isIntegral(true),
+                "For integral input tensors, argument alpha must not be a floating point number.");
+    TORCH_CHECK(at::isComplexType(t) || !alpha->isComplex(),
+                "For non-complex input tensors, argument alpha must not be a complex number.");
+  }
   if (alpha && !(alpha->isIntegral(true) && alpha->toLong() == 1) &&
       !(alpha->isFloatingPoint() && alpha->toDouble() == 1.0)) {
     in.push_back(ScalarOperand(*alpha, m.compute));

@@ -426,6 +426,10 @@ IndexPlan PlanIndex(const char* op, const Tensor& self,
   for (const std::optional<Tensor>& t : indices) {
     if (!t.has_value() || !t->defined()) { ++d; continue; }
     const auto st = t->scalar_type();
+    if (st == at::kByte) {
+      TORCH_WARN("indexing with dtype torch.uint8 is now deprecated,"
+                 " please use a dtype torch.bool instead.");
+    }
     if (st == at::kByte || st == at::kBool) {
       // A mask selects a data-dependent number of elements: its positions
       // are computed on the host (this syncs with the device).
@@ -594,6 +598,7 @@ constexpr lazy::Lowering kMaskedPut{"aten::index_put_.mask", &LowerMaskedPut};
 
 Tensor index_tensor(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
   CheckTpu("index", self, "self");
+  TORCH_CHECK_INDEX(!indices.empty(), "at least one index must be provided");
   IndexPlan p = PlanIndex("aten::index.Tensor", self, indices);
   int64_t n = 1;
   for (int64_t s : p.sizes) n *= s;
@@ -754,6 +759,8 @@ Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index, lazy::Opera
   return self;
 }
 Tensor& index_fill_scalar(Tensor& s, int64_t dim, const Tensor& i, const c10::Scalar& v) {
+  TORCH_CHECK(s.is_complex() || !v.isComplex(),
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   return IndexFillRun(s, dim, i, ScalarOperand(v, s.scalar_type()));
 }
 Tensor& index_fill_tensor(Tensor& s, int64_t dim, const Tensor& i, const Tensor& v) {
@@ -877,9 +884,11 @@ Tensor nonzero_tpu(const Tensor& self) {
   return NonzeroRows(self, count, std::nullopt);
 }
 Tensor& nonzero_out(const Tensor& self, Tensor& out) {
-  Tensor r = nonzero_tpu(self);
   TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: Expected out tensor to have scalar type Long "
-              "but got scalar type", out.scalar_type());
+              "but got scalar type ", out.scalar_type());
+  TORCH_CHECK(self.device() == out.device(), "expected self and out to be on the same device, but "
+              "got out on ", out.device(), " and self on ", self.device());
+  Tensor r = nonzero_tpu(self);
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);
 }

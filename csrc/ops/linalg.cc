@@ -186,7 +186,7 @@ Tensor& addmv_out(const Tensor& self, const Tensor& mat, const Tensor& vec,
               "), mat (", mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
   Tensor r = AddMatmul("addmv", self.dim() == 1 ? self.view({-1, 1}) : self, mat,
                        vec.view({-1, 1}), beta, alpha, false, nullptr);
-  at::native::resize_output(out, {mat.size(0)});
+  PrepareOut("addmv", out, {mat.size(0)}, r.scalar_type());
   out.copy_(r.view({-1}));
   return out;
 }

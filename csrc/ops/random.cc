@@ -444,7 +444,7 @@ Tensor multinomial_tpu(const Tensor& self, int64_t n_sample, bool replacement,
 Tensor& multinomial_out(const Tensor& self, int64_t n, bool replacement,
                         std::optional<at::Generator> gen, Tensor& out) {
   Tensor r = multinomial_tpu(self, n, replacement, gen);
-  at::native::resize_output(out, r.sizes());
+  PrepareOut("multinomial", out, r.sizes(), r.scalar_type());
   return out.copy_(r);
 }
 

@@ -265,14 +265,21 @@ Tensor Argmax(const Tensor& s, std::optional<int64_t> dim, bool keepdim) {
 Tensor Argmin(const Tensor& s, std::optional<int64_t> dim, bool keepdim) {
   return ArgMaxMin("argmin", false, s, dim, keepdim);
 }
+// out= of argmax/argmin: the dtype structured kernels require, with their message.
+void CheckIndexOut(const char* op, const Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, op, ": Expected out tensor to have dtype long int, "
+              "but got ", out.dtype(), " instead");
+}
 Tensor& argmax_out(const Tensor& s, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
   Tensor r = Argmax(s, dim, keepdim);
-  at::native::resize_output(out, r.sizes());
+  CheckIndexOut("argmax", out);
+  PrepareOut("argmax", out, r.sizes(), r.scalar_type());
   return out.copy_(r);
 }
 Tensor& argmin_out(const Tensor& s, std::optional<int64_t> dim, bool keepdim, Tensor& out) {
   Tensor r = Argmin(s, dim, keepdim);
-  at::native::resize_output(out, r.sizes());
+  CheckIndexOut("argmin", out);
+  PrepareOut("argmin", out, r.sizes(), r.scalar_type());
   return out.copy_(r);
 }
 

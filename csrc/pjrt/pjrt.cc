@@ -341,6 +341,36 @@ std::string EncodeCompileOptions(int num_replicas, int num_partitions,
   return out + build;
 }
 
+namespace {
+// One env_option_overrides entry whose OptionOverrideProto is `v`.
+std::string OptionOverrideEntry(const std::string& name, const std::string& v) {
+  // Map entry { key = 1 (string), value = 2 (OptionOverrideProto) }.
+  std::string entry;
+  entry.push_back(0x0a);
+  AppendVarint(entry, name.size());
+  entry += name;
+  entry.push_back(0x12);
+  AppendVarint(entry, v.size());
+  entry += v;
+  std::string out;
+  out.push_back(0x3a);
+  AppendVarint(out, entry.size());
+  return out + entry;
+}
+}  // namespace
+
+std::string EncodeOptionOverride(const std::string& name, int64_t value) {
+  // OptionOverrideProto { int_field = 3 (varint) }.
+  std::string v(1, '\x18');
+  AppendVarint(v, static_cast<uint64_t>(value));
+  return OptionOverrideEntry(name, v);
+}
+
+std::string EncodeBoolOptionOverride(const std::string& name, bool value) {
+  // OptionOverrideProto { bool_field = 2 (varint) }.
+  return OptionOverrideEntry(name, std::string{'\x10', static_cast<char>(value ? 1 : 0)});
+}
+
 // ---------------------------------------------------------------------------
 // Event
 

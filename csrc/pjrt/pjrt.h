@@ -142,6 +142,12 @@ struct MemoryStats {
 // replica; without it XLA assigns devices 0..num_replicas-1.
 std::string EncodeCompileOptions(int num_replicas = 1, int num_partitions = 1,
                                  const std::vector<int>& replica_devices = {});
+// CompileOptionsProto.env_option_overrides (field 7), one entry: an XLA
+// debug option set for this compilation only, over the plugin's defaults and
+// XLA_FLAGS. Appended to serialized options (protobuf merges concatenated
+// messages; a map field gains the entry).
+std::string EncodeOptionOverride(const std::string& name, int64_t value);
+std::string EncodeBoolOptionOverride(const std::string& name, bool value);
 
 // A key-value store shared by the processes of a multi-process client (the
 // c10d store under tpu_dist). `get` blocks up to `timeout_ms` and throws on

@@ -319,6 +319,27 @@ TEST_F(PjrtTest, EmptyCompileOptionsAreRejected) {
   }
 }
 
+TEST_F(PjrtTest, OptionOverridesReachThePlugin) {
+  // An option the plugin does not know is refused: the overrides are read.
+  try {
+    client_->Compile(kAddModule, EncodeCompileOptions() +
+                                     EncodeOptionOverride("xla_no_such_option", int64_t{0}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("xla_no_such_option"), std::string::npos) << e.what();
+  }
+  // The quick options of small programs compile a program that computes the same.
+  auto exe = client_->Compile(
+      kAddMulModule, EncodeCompileOptions() +
+                         EncodeOptionOverride("xla_backend_optimization_level", int64_t{0}) +
+                         EncodeBoolOptionOverride("xla_cpu_use_fusion_emitters", false));
+  auto a = F32({1, 2, 3, 4});
+  auto b = F32({2, 2, 2, 2});
+  auto got = exe->Execute({a->raw(), b->raw()});
+  EXPECT_EQ(ToHostVector<float>(*got[0], 4), (std::vector<float>{3, 4, 5, 6}));
+  EXPECT_EQ(ToHostVector<float>(*got[1], 4), (std::vector<float>{2, 4, 6, 8}));
+}
+
 TEST_F(PjrtTest, SerializeDeserializeRoundTrip) {
   auto exe = client_->Compile(kAddMulModule);
   std::string bytes = exe->Serialize();
@@ -388,6 +409,12 @@ TEST(PjrtCompileOptions, Encoding) {
   // Multi-byte varint: 300 = 0xac 0x02.
   EXPECT_EQ(EncodeCompileOptions(300, 1), std::string("\x1a\x05\x20\xac\x02\x28\x01", 7));
   EXPECT_THROW(EncodeCompileOptions(0, 1), Error);
+  // env_option_overrides = 7 { key = 1: "ab", value = 2 { int_field = 3: 5 } }.
+  EXPECT_EQ(EncodeOptionOverride("ab", int64_t{5}),
+            std::string("\x3a\x08\x0a\x02" "ab" "\x12\x02\x18\x05", 10));
+  // ... { bool_field = 2: true }.
+  EXPECT_EQ(EncodeBoolOptionOverride("ab", true),
+            std::string("\x3a\x08\x0a\x02" "ab" "\x12\x02\x10\x01", 10));
 }
 
 TEST(PjrtElementTypes, SizesAndNames) {

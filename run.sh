@@ -47,11 +47,9 @@ case "${1:-}" in
     shift
     cmake --build "$BUILD" -j "$(nproc)"
     (cd "$BUILD" && ctest --output-on-failure)
-    # Each test file runs in a process of its own, with an empty persistent
-    # compilation cache: state that builds up over a long single process has
-    # crashed it (SIGSEGV in libgcc's unwinder after XLA CPU failed to load
-    # an executable; issue 27). tests/test_disk_cache.py tests the cache in
-    # child processes with directories of their own.
+    # One pytest process per eager mode, each with an empty persistent
+    # compilation cache of its own (tests/test_disk_cache.py tests the
+    # cache in child processes with directories of their own).
     CACHE_ROOT=$(mktemp -d)
     trap 'rm -rf "$CACHE_ROOT"' EXIT
     status=0
@@ -61,16 +59,13 @@ case "${1:-}" in
         fused) echo "== pytest, Fused Eager"; mode_env=(TORCH_TPU_DEFER_AND_FUSE=1) ;;
         debug) echo "== pytest, Debug Eager"; mode_env=(TORCH_TPU_LAUNCH_BLOCKING=1) ;;
       esac
-      for file in tests/test_*.py; do
-        rc=0
-        env "${mode_env[@]}" TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/$mode/${file##*/}" \
-          "$VENV/bin/python" -m pytest -q "$file" "$@" || rc=$?
-        # 5: no test selected in this file (with -k, for example)
-        if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then
-          echo "FAILED: $file ($mode, exit $rc)"
-          status=1
-        fi
-      done
+      rc=0
+      env "${mode_env[@]}" TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/$mode" \
+        "$VENV/bin/python" -m pytest -q tests "$@" || rc=$?
+      if [ "$rc" != 0 ]; then
+        echo "FAILED: pytest ($mode, exit $rc)"
+        status=1
+      fi
     done
     exit $status
     ;;

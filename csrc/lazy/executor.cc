@@ -364,13 +364,13 @@ void Executor::ConfigureDiskCache(std::string dir) {
 // Programs whose tensors all hold at most this many elements
 // (TORCH_TPU_QUICK_COMPILE_ELEMENTS, default 1024; 0: never) are compiled
 // the quick way: without LLVM's optimizations
-// (xla_backend_optimization_level=0) and, on the CPU plugin, with XLA's
-// elemental emitters instead of its MLIR fusion emitters
-// (xla_cpu_use_fusion_emitters=false). That cuts the compile of a small op
-// of a new shape from 35-45 ms to about 15 ms on the CPU plugin
-// (benchmarks/cold_ops.py), while the run time of a program this small is
-// its launch overhead either way. A user who sets either option in
-// XLA_FLAGS decides for every program. Other plugins: not measured, off.
+// (xla_backend_optimization_level=0) and with XLA CPU's elemental emitters
+// instead of its MLIR fusion emitters (xla_cpu_use_fusion_emitters=false).
+// On the CPU plugin that cuts the compile of a small op of a new shape from
+// 35-45 ms to about 15 ms (benchmarks/cold_ops.py), while the run time of a
+// program this small is its launch overhead either way. A user who sets
+// either option in XLA_FLAGS decides for every program. Other plugins: not
+// measured, off.
 static int64_t QuickCompileElements() {
   static const int64_t n = [] {
     const char* flags = std::getenv("XLA_FLAGS");
@@ -388,9 +388,12 @@ static int64_t QuickCompileElements() {
 
 static const std::string& CompileOptions(bool quick) {
   static const std::string normal = pjrt::EncodeCompileOptions();
+  // xla_cpu_enable_fast_min_max=false: the elemental emitters' min and max
+  // then propagate NaN, as torch.maximum / clamp do.
   static const std::string cheap =
       normal + pjrt::EncodeOptionOverride("xla_backend_optimization_level", int64_t{0}) +
-      pjrt::EncodeBoolOptionOverride("xla_cpu_use_fusion_emitters", false);
+      pjrt::EncodeBoolOptionOverride("xla_cpu_use_fusion_emitters", false) +
+      pjrt::EncodeBoolOptionOverride("xla_cpu_enable_fast_min_max", false);
   return quick ? cheap : normal;
 }
 

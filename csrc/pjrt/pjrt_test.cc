@@ -328,7 +328,7 @@ TEST_F(PjrtTest, OptionOverridesReachThePlugin) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("xla_no_such_option"), std::string::npos) << e.what();
   }
-  // The quick options of small programs compile a program that computes the same.
+  // Overrides of both kinds compile a program that computes the same.
   auto exe = client_->Compile(
       kAddMulModule, EncodeCompileOptions() +
                          EncodeOptionOverride("xla_backend_optimization_level", int64_t{0}) +

@@ -295,3 +295,63 @@ def test_masked_select_and_scatter():
     out = torch.empty(0, device=TPU)
     torch.masked_select(x.to(TPU), m.to(TPU), out=out)
     assert_close(out.cpu(), x.masked_select(m))
+
+
+FLOAT8 = [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz]
+
+
+@pytest.mark.parametrize("dtype", FLOAT8, ids=str)
+def test_float8_storage_and_data_movement(dtype):
+    # float8 tensors move, index, concatenate and convert as on CPU (bit
+    # for bit: compared as bytes, so NaN patterns count too).
+    x = (torch.randn(6, 4) * 4).to(dtype)
+    i = torch.tensor([5, 0, 3, 3])
+    t = x.to(TPU)
+    assert t.dtype == dtype and torch.equal(t.cpu().view(torch.uint8), x.view(torch.uint8))
+    for got, ref in ((t.index_select(0, i.to(TPU)), x.index_select(0, i)),
+                     (torch.cat([t, t[1:3]]), torch.cat([x, x[1:3]])),
+                     (t.t().contiguous(), x.t().contiguous()),
+                     (t[i.to(TPU)], x[i])):
+        assert torch.equal(got.cpu().view(torch.uint8), ref.view(torch.uint8))
+    f = torch.randn(5, 3) * 8
+    assert torch.equal(f.to(TPU).to(dtype).cpu().view(torch.uint8), f.to(dtype).view(torch.uint8))
+    assert torch.equal(t.float().cpu(), x.float())
+
+
+def test_index_error_parity():
+    # The exceptions and messages CPU gives.
+    with pytest.raises(IndexError, match="at least one index must be provided"):
+        torch.ops.aten.index.Tensor(torch.ones(1, device=TPU), [])
+    with pytest.raises(IndexError, match="for dimension with size 0"):
+        torch.empty(10, 0, device=TPU)[:, [0, 1]]
+    with pytest.raises(IndexError, match=r"shape mismatch: indexing tensors could not be "
+                                         r"broadcast together with shapes \[2\], \[3\]"):
+        torch.zeros(5, 5, device=TPU)[[0, 1], [0, 1, 2]]
+    a = torch.arange(4, device=TPU)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        a[a > -1] = torch.tensor([1.0, 2.0, 3.0], device=TPU)
+    with pytest.raises(RuntimeError, match="complex Scalar to non-complex"):
+        torch.ones(2, 2, device=TPU).index_fill_(1, torch.tensor([0], device=TPU), 1 + 1j)
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        torch.ones(3, device=TPU)[torch.tensor([1, 0, 1], dtype=torch.uint8, device=TPU)]
+
+
+def test_out_on_another_device_and_dtype_is_refused():
+    t = torch.tensor([[1.0, 0.0], [0.0, 2.0]], device=TPU)
+    with pytest.raises(RuntimeError, match="on the same device"):
+        torch.nonzero(t, out=torch.empty(0, dtype=torch.long))
+    with pytest.raises(RuntimeError, match="scalar type Long"):
+        torch.nonzero(t, out=torch.empty(0, device=TPU))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have device"):
+        torch.add(t, t, out=torch.empty(2, 2))
+    with pytest.raises(RuntimeError, match="dtype long int, but got float"):
+        torch.argmax(t, 1, out=torch.empty(2, device=TPU))
+    with pytest.raises(RuntimeError, match="Found dtype Float but expected Long"):
+        torch.neg(torch.ones(2, dtype=torch.long, device=TPU), out=torch.empty(2, device=TPU))
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
+        torch.add(torch.ones(2, dtype=torch.int32, device=TPU), 1, alpha=1.1)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        i = torch.ones(2, dtype=torch.int32, device=TPU)
+        torch.addcdiv(i, i, i)
+    with pytest.raises(ValueError, match="step is 0 but must be > 0"):
+        torch.ops.aten.unfold_backward(torch.randn(2, 3, device=TPU), [6], 0, 3, 0)

@@ -55,6 +55,10 @@ VARIABLES = (
     _Var("TORCH_TPU_OP_LINES", "1", "stable",
          "Fused Eager records, for each op, the user's line that issued it, so that a batch "
          "that fails later names it; '0' skips this (about a microsecond per op)."),
+    _Var("TORCH_TPU_QUICK_COMPILE_ELEMENTS", "1024", "experimental",
+         "CPU plugin: programs whose tensors hold at most this many elements are compiled "
+         "without LLVM's optimizations and with XLA's elemental emitters (read by the C++ "
+         "runtime); '0' compiles every program fully."),
     _Var("TORCH_TPU_PLATFORM", "", "stable",
          "Restrict plugin discovery to 'tpu', 'cuda' or 'cpu' (default: the best found)."),
     _Var("TORCH_TPU_PLUGIN_PATH", "", "stable",

@@ -21,12 +21,20 @@ const char* DTypeName(DType t) {
     case DType::F64: return "f64";
     case DType::C64: return "complex<f32>";
     case DType::C128: return "complex<f64>";
+    case DType::F8E5M2: return "f8E5M2";
+    case DType::F8E4M3FN: return "f8E4M3FN";
+    case DType::F8E5M2FNUZ: return "f8E5M2FNUZ";
+    case DType::F8E4M3FNUZ: return "f8E4M3FNUZ";
   }
   return "?";
 }
 
+bool IsFloat8(DType t) {
+  return t == DType::F8E5M2 || t == DType::F8E4M3FN || t == DType::F8E5M2FNUZ ||
+         t == DType::F8E4M3FNUZ;
+}
 bool IsFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64 || IsFloat8(t);
 }
 bool IsComplex(DType t) { return t == DType::C64 || t == DType::C128; }
 bool IsSigned(DType t) {
@@ -41,6 +49,8 @@ int BitWidth(DType t) {
   switch (t) {
     case DType::PRED: return 1;
     case DType::S8: case DType::U8: return 8;
+    case DType::F8E5M2: case DType::F8E4M3FN: case DType::F8E5M2FNUZ: case DType::F8E4M3FNUZ:
+      return 8;
     case DType::S16: case DType::U16: case DType::F16: case DType::BF16: return 16;
     case DType::S32: case DType::U32: case DType::F32: return 32;
     case DType::S64: case DType::U64: case DType::F64: case DType::C64: return 64;

@@ -14,7 +14,10 @@ namespace tpu::ir {
 
 enum class DType : uint8_t {
   PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128,
+  // float8 (OCP e5m2 and e4m3fn; the fnuz variants: no negative zero, one NaN)
+  F8E5M2, F8E4M3FN, F8E5M2FNUZ, F8E4M3FNUZ,
 };
+bool IsFloat8(DType t);
 const char* DTypeName(DType t);  // MLIR element type: "i1", "f32", "ui8", ...
 bool IsFloat(DType t);
 bool IsComplex(DType t);

@@ -111,6 +111,16 @@ const char* CmpName(Cmp c) {
 }  // namespace
 
 Value ConstantF(Builder& b, double v, DType t) {
+  if (IsFloat8(t)) {
+    // An f32 literal converted (round to nearest even, as XLA converts);
+    // the types without infinities saturate it to their largest finite value.
+    if (std::isinf(v) && t != DType::F8E5M2) {
+      const double top = t == DType::F8E4M3FN ? 448.0 : t == DType::F8E4M3FNUZ ? 240.0 : 57344.0;
+      v = v > 0 ? top : -top;
+    }
+    return b.Op1("stablehlo.convert", {ScalarConstant(b, FloatLiteral(v, DType::F32), DType::F32)},
+                 TensorType{t, {}});
+  }
   if (IsFloat(t)) return ScalarConstant(b, FloatLiteral(v, t), t);
   if (t == DType::PRED) return ScalarConstant(b, v != 0 ? "true" : "false", t);
   if (IsComplex(t)) {  // (real, imaginary)

@@ -43,6 +43,10 @@ pjrt::ElementType ToPjrt(ir::DType t) {
     case ir::DType::F64: return E::F64;
     case ir::DType::C64: return E::C64;
     case ir::DType::C128: return E::C128;
+    case ir::DType::F8E5M2: return E::F8E5M2;
+    case ir::DType::F8E4M3FN: return E::F8E4M3FN;
+    case ir::DType::F8E5M2FNUZ: return E::F8E5M2FNUZ;
+    case ir::DType::F8E4M3FNUZ: return E::F8E4M3FNUZ;
   }
   return E::INVALID;
 }

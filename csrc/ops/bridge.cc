@@ -28,6 +28,10 @@ ir::DType ToIr(at::ScalarType t) {
     case at::kDouble: return ir::DType::F64;
     case at::kComplexFloat: return ir::DType::C64;
     case at::kComplexDouble: return ir::DType::C128;
+    case at::kFloat8_e5m2: return ir::DType::F8E5M2;
+    case at::kFloat8_e4m3fn: return ir::DType::F8E4M3FN;
+    case at::kFloat8_e5m2fnuz: return ir::DType::F8E5M2FNUZ;
+    case at::kFloat8_e4m3fnuz: return ir::DType::F8E4M3FNUZ;
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", t);
   }
@@ -50,6 +54,10 @@ at::ScalarType ToAten(ir::DType t) {
     case ir::DType::F64: return at::kDouble;
     case ir::DType::C64: return at::kComplexFloat;
     case ir::DType::C128: return at::kComplexDouble;
+    case ir::DType::F8E5M2: return at::kFloat8_e5m2;
+    case ir::DType::F8E4M3FN: return at::kFloat8_e4m3fn;
+    case ir::DType::F8E5M2FNUZ: return at::kFloat8_e5m2fnuz;
+    case ir::DType::F8E4M3FNUZ: return at::kFloat8_e4m3fnuz;
   }
   return at::kFloat;
 }
@@ -94,6 +102,17 @@ lazy::Operand ScalarOperand(const c10::Scalar& s, at::ScalarType dtype) {
     TPU_SCALAR_CASE(double, Double)
     TPU_SCALAR_CASE(c10::complex<float>, ComplexFloat)
     TPU_SCALAR_CASE(c10::complex<double>, ComplexDouble)
+#undef TPU_SCALAR_CASE
+#define TPU_SCALAR_CASE(T, name)                      \
+  case at::ScalarType::name: {                        \
+    T v(static_cast<float>(s.to<double>()));          \
+    std::memcpy(bits, &v, sizeof(T));                 \
+    break;                                            \
+  }
+    TPU_SCALAR_CASE(c10::Float8_e5m2, Float8_e5m2)
+    TPU_SCALAR_CASE(c10::Float8_e4m3fn, Float8_e4m3fn)
+    TPU_SCALAR_CASE(c10::Float8_e5m2fnuz, Float8_e5m2fnuz)
+    TPU_SCALAR_CASE(c10::Float8_e4m3fnuz, Float8_e4m3fnuz)
 #undef TPU_SCALAR_CASE
     default:
       TORCH_CHECK_TYPE(false, "tpu does not support dtype ", dtype);

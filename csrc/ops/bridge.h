@@ -18,9 +18,9 @@ ir::DType ToIr(at::ScalarType t);  // throws TypeError for unsupported dtypes
 at::ScalarType ToAten(ir::DType t);
 // A dtype as an Attrs integer.
 inline int64_t IrCode(at::ScalarType t) { return static_cast<int64_t>(ToIr(t)); }
-// PyTorch computes half and bfloat16 math in float32 ("opmath").
+// PyTorch computes half, bfloat16 and float8 math in float32 ("opmath").
 inline at::ScalarType OpMathType(at::ScalarType t) {
-  return (t == at::kHalf || t == at::kBFloat16) ? at::kFloat : t;
+  return (t == at::kHalf || t == at::kBFloat16 || at::isFloat8Type(t)) ? at::kFloat : t;
 }
 
 lazy::StorageSlot* SlotOf(const at::Tensor& t);

@@ -550,16 +550,33 @@ Tensor& lerp_tensor_out(const Tensor& a, const Tensor& e, const Tensor& w, Tenso
   return o;
 }
 
+// ATen's refusal of integer division in addcdiv (its message).
+void CheckAddc(const lazy::Lowering& op, const Tensor& x, const Tensor& y) {
+  if (&op != &kAddcdiv || !at::isIntegralType(x.scalar_type(), /*includeBool=*/true) ||
+      !at::isIntegralType(y.scalar_type(), /*includeBool=*/true))
+    return;
+  TORCH_CHECK(false, "Integer division with addcdiv is no longer supported, and in a future  ",
+              "release addcdiv will perform a true division of tensor1 and tensor2. ",
+              "The historic addcdiv behavior can be implemented as ",
+              "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) ",
+              "for integer inputs and as ", "(input + value * tensor1 / tensor2) for float inputs. ",
+              "The future addcdiv behavior is just the latter implementation: ",
+              "(input + value * tensor1 / tensor2), for all dtypes.");
+}
+
 #define TPU_ADDC_KERNELS(name, op)                                                        \
   Tensor name(const Tensor& a, const Tensor& x, const Tensor& y, const c10::Scalar& v) {  \
+    CheckAddc(op, x, y);                                                                  \
     return Ternary(op, a, x, y, &v, nullptr, false);                                      \
   }                                                                                       \
   Tensor& name##_(Tensor& a, const Tensor& x, const Tensor& y, const c10::Scalar& v) {    \
+    CheckAddc(op, x, y);                                                                  \
     Ternary(op, a, x, y, &v, &a, true);                                                   \
     return a;                                                                             \
   }                                                                                       \
   Tensor& name##_out(const Tensor& a, const Tensor& x, const Tensor& y,                   \
                      const c10::Scalar& v, Tensor& o) {                                   \
+    CheckAddc(op, x, y);                                                                  \
     Ternary(op, a, x, y, &v, &o, false);                                                  \
     return o;                                                                             \
   }

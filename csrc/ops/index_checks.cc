@@ -70,6 +70,18 @@ State& S() {
   return *s;
 }
 
+// A record whose program failed (to compile or to run) carries that error,
+// and every later check would inherit it: the failing op reported its error
+// to the user already (at the op, or at the read of its result), and its
+// checks are void. Start a fresh record.
+void ResetIfFailedLocked(State& s) {
+  if (!s.record.defined()) return;
+  const lazy::NodePtr& node = SlotOf(s.record)->node;
+  if (!node || !node->failed()) return;
+  s.checks.clear();
+  s.record = at::zeros({3}, s.record.options());
+}
+
 // Checks recorded before the record is read regardless (bounds the list
 // in a loop that never reads a value).
 constexpr size_t kMaxPending = 4096;
@@ -127,6 +139,7 @@ void CheckIndexRange(const IndexRule& rule, const at::Tensor& index, int64_t siz
   const std::string* where = lazy::CurrentWhere();  // takes the GIL: not under s.mu
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    ResetIfFailedLocked(s);
     if (!s.record.defined()) s.record = at::zeros({3}, index.options().dtype(at::kLong));
     s.checks.push_back({rule, where});
     std::vector<lazy::Operand> in = Operands(OperandOf(s.record), OperandOf(index));
@@ -195,12 +208,19 @@ void RaisePendingIndexErrors() {
   State& s = S();
   std::unique_lock<std::mutex> lock(s.mu);
   if (s.checks.empty()) return;
-  int64_t rec[3] = {0, 0, 0};
-  lazy::Executor::Get().Download(OperandOf(s.record).node, rec, sizeof rec);
+  lazy::NodePtr node = OperandOf(s.record).node;
   std::vector<Pending> checks;
   checks.swap(s.checks);
   // The next checks count from 0 again (a fresh record: no op of its own).
   s.record = at::zeros({3}, s.record.options());
+  int64_t rec[3] = {0, 0, 0};
+  try {
+    lazy::Executor::Get().Download(node, rec, sizeof rec);
+  } catch (const std::exception&) {
+    // The program holding these checks failed; its op reports that error
+    // (see ResetIfFailedLocked), and the checks are void.
+    return;
+  }
   if (rec[0] == 0) return;
   lock.unlock();
   const size_t id = static_cast<size_t>(rec[2]);

@@ -22,6 +22,8 @@
 #include <c10/util/irange.h>
 #include <torch/library.h>
 
+#include <sstream>
+
 #include <cstring>
 
 #include <cmath>
@@ -446,6 +448,9 @@ IndexPlan PlanIndex(const char* op, const Tensor& self,
       }
       d += mask.dim();
     } else {
+      // Every index is out of range of an empty dimension (CPU's message).
+      TORCH_CHECK_INDEX(t->numel() == 0 || self.size(d) > 0,
+                        "index is out of bounds for dimension with size 0");
       CheckIndexRange(OutOfBoundsRule(op, true, true, d, self.size(d)), *t, self.size(d));
       p.dims.push_back(d);
       p.indices.push_back(OnTpu(*t));
@@ -453,7 +458,27 @@ IndexPlan PlanIndex(const char* op, const Tensor& self,
     }
   }
   std::vector<int64_t> bshape;
-  for (const Tensor& t : p.indices) bshape = at::infer_size(bshape, t.sizes());
+  bool broadcastable = true;
+  for (const Tensor& t : p.indices) {
+    const at::IntArrayRef s = t.sizes();
+    const size_t n = std::max(bshape.size(), s.size());
+    std::vector<int64_t> r(n);
+    for (size_t i = 0; i < n && broadcastable; ++i) {
+      const int64_t a = i < n - bshape.size() ? 1 : bshape[i - (n - bshape.size())];
+      const int64_t c = i < n - s.size() ? 1 : s[i - (n - s.size())];
+      broadcastable = a == c || a == 1 || c == 1;
+      r[i] = a == 1 ? c : a;
+    }
+    if (!broadcastable) break;
+    bshape = std::move(r);
+  }
+  if (!broadcastable) {
+    std::ostringstream shapes;
+    for (size_t i = 0; i < p.indices.size(); ++i)
+      shapes << (i ? ", " : "") << p.indices[i].sizes();
+    TORCH_CHECK_INDEX(false, "shape mismatch: indexing tensors could not be broadcast together "
+                      "with shapes ", shapes.str());
+  }
   p.bshape = bshape;
   bool adjacent = true;
   for (size_t i = 1; i < p.dims.size(); ++i) adjacent &= p.dims[i] == p.dims[i - 1] + 1;
@@ -619,9 +644,11 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
                         const Tensor& values, bool accumulate, bool) {
   CheckTpu("index_put_", self, "self");
   CheckTpu("index_put_", values, "values");
-  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "Index put requires the source and "
-              "destination dtypes match, got ", self.scalar_type(), " for the destination and ",
-              values.scalar_type(), " for the source.");
+  auto check_dtypes = [&] {
+    TORCH_CHECK(self.scalar_type() == values.scalar_type(), "Index put requires the source and "
+                "destination dtypes match, got ", self.scalar_type(), " for the destination and ",
+                values.scalar_type(), " for the source.");
+  };
   if (indices.size() == 1 && values.numel() == 1 && values.dim() <= 1) {
     const std::optional<Tensor> t = indices.get(0);
     if (t.has_value() && t->defined() && t->scalar_type() == at::kBool &&
@@ -630,6 +657,7 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
         TORCH_CHECK_INDEX(t->size(j) == self.size(j), "The shape of the mask ", t->sizes(),
                           " at index ", j, " does not match the shape of the indexed tensor ",
                           self.sizes(), " at index ", j);
+      check_dtypes();
       RunInto(kMaskedPut, {{accumulate}, {}, {}},
               {OperandOf(self), OperandOf(*t), OperandOf(values)},
               {TypeOf(self.sizes(), self.scalar_type())}, {self});
@@ -640,6 +668,7 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
   TORCH_CHECK(at::is_expandable_to(values.sizes(), p.sizes), "shape mismatch: value tensor of "
               "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
               at::IntArrayRef(p.sizes));
+  check_dtypes();
   int64_t n = 1;
   for (int64_t s : p.sizes) n *= s;
   if (n == 0) return self;

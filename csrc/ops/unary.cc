@@ -306,6 +306,10 @@ Tensor& UnaryInplace(const UnaryOp& op, Tensor& self) {
 }
 Tensor& UnaryOut(const UnaryOp& op, const Tensor& self, Tensor& out) {
   ElementwiseMeta m = UnaryMeta(op, self);
+  // ATen builds the ops that keep their dtype (neg, floor, abs, ...) with
+  // check_all_same_dtype: out= of another dtype is refused, not cast into.
+  TORCH_CHECK(op.to_float || out.scalar_type() == m.result, "Found dtype ", out.scalar_type(),
+              " but expected ", m.result);
   PrepareOut(op.lowering.name, out, m.sizes, m.result);
   RunInto(op.lowering, Compute(m), Operands(OperandOf(self)), {TypeOf(m.sizes, m.result)}, {out});
   return out;

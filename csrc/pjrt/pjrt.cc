@@ -264,6 +264,8 @@ constexpr char kPortableExecutable[] = "\x20\x01";
 size_t ElementSize(ElementType t) {
   switch (t) {
     case ElementType::PRED: case ElementType::S8: case ElementType::U8: return 1;
+    case ElementType::F8E5M2: case ElementType::F8E4M3FN: case ElementType::F8E5M2FNUZ:
+    case ElementType::F8E4M3FNUZ: return 1;
     case ElementType::S16: case ElementType::U16: case ElementType::F16: case ElementType::BF16: return 2;
     case ElementType::S32: case ElementType::U32: case ElementType::F32: return 4;
     case ElementType::S64: case ElementType::U64: case ElementType::F64: case ElementType::C64: return 8;
@@ -289,6 +291,10 @@ const char* ElementTypeName(ElementType t) {
     case ElementType::F32: return "f32";
     case ElementType::F64: return "f64";
     case ElementType::BF16: return "bf16";
+    case ElementType::F8E5M2: return "f8e5m2";
+    case ElementType::F8E4M3FN: return "f8e4m3fn";
+    case ElementType::F8E5M2FNUZ: return "f8e5m2fnuz";
+    case ElementType::F8E4M3FNUZ: return "f8e4m3fnuz";
     case ElementType::C64: return "c64";
     case ElementType::C128: return "c128";
   }

@@ -28,6 +28,7 @@ namespace tpu::pjrt {
 enum class ElementType : int {
   INVALID = 0, PRED = 1, S8 = 2, S16 = 3, S32 = 4, S64 = 5, U8 = 6, U16 = 7,
   U32 = 8, U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13, C64 = 14, C128 = 15,
+  F8E5M2 = 16, F8E4M3FN = 17, F8E5M2FNUZ = 19, F8E4M3FNUZ = 20,
 };
 size_t ElementSize(ElementType t);
 const char* ElementTypeName(ElementType t);

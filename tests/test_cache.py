@@ -68,3 +68,34 @@ def test_cache_stats_count_hits():
     assert s1["requests"] == s0["requests"] + 1
     assert s1["hits"] == s0["hits"] + 1
     assert all(secs >= 0 for _, secs in s1["entries"])
+
+
+def test_strided_views_at_changing_offsets_compile_once():
+    # x[:, i] and x[:, i, :] = ... for every i: one program each, the offset
+    # a run-time operand (a strided block read and written without a gather
+    # or scatter), values as on CPU.
+    data, src = torch.randn(6, 5, 4), torch.randn(6, 5, 4)
+    torch_tpu.synchronize()
+    x, s = data.to("tpu"), src.to("tpu")
+    cols = [x[:, 0, :].clone().cpu()]
+    x[:, 0, 1:3] = s[:, 0, 1:3]
+    torch_tpu.synchronize()
+    before = _compiles()
+    for i in range(1, 5):
+        cols.append(x[:, i, :].clone().cpu())
+        x[:, i, 1:3] = s[:, i, 1:3]
+        torch_tpu.synchronize()  # Fused Eager: the same batches as the first round
+    assert _compiles() == before
+    ref = data.clone()
+    for i in range(5):
+        torch.testing.assert_close(cols[i], data[:, i, :], rtol=0, atol=0)
+        ref[:, i, 1:3] = src[:, i, 1:3]
+    torch.testing.assert_close(x.cpu(), ref, rtol=0, atol=0)
+    # A transposed block, written at changing offsets.
+    y = torch.zeros(8, 9, device="tpu")
+    yc = torch.zeros(8, 9)
+    for i in range(3):
+        blk = torch.randn(3, 4)
+        y[i:i + 4, 2 * i:2 * i + 3] = blk.t().to("tpu")
+        yc[i:i + 4, 2 * i:2 * i + 3] = blk.t()
+    torch.testing.assert_close(y.cpu(), yc, rtol=0, atol=0)

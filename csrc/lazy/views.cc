@@ -169,6 +169,98 @@ bool ReadStridedBlock(ir::Builder& b, Value flat, const ViewSpec& v, Value* out)
   return true;
 }
 
+// A view whose dims of size > 1 (positive strides, sorted by stride) tile
+// a row-major block: each stride a multiple of the next, without overlap.
+// The block is `shape` (the outermost size, each stride over the next, the
+// innermost stride) and spans `extent` elements from the view's offset, of
+// which the last `pad` lie past the view's last element (possibly past the
+// storage's end). Reading or writing such a view slices the block out and
+// takes or puts the view as a corner of it: no gather or scatter, which
+// are many times slower on XLA CPU, and the offset can be a run-time value.
+struct Block {
+  std::vector<int64_t> real;   // the view's dims of size > 1, in its order
+  std::vector<int64_t> order;  // the same dims by stride, largest first
+  Dims shape;
+  int64_t extent = 0, pad = 0;
+};
+
+bool PlanBlock(const ViewSpec& v, Block* blk) {
+  Block p;
+  for (size_t d = 0; d < v.sizes.size(); ++d) {
+    if (v.sizes[d] <= 1) continue;
+    if (v.strides[d] <= 0) return false;  // broadcast or reversed
+    p.real.push_back(static_cast<int64_t>(d));
+  }
+  const size_t m = p.real.size();
+  if (m == 0) return false;
+  p.order = p.real;
+  std::stable_sort(p.order.begin(), p.order.end(),
+                   [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
+  p.shape = {v.sizes[p.order[0]]};
+  int64_t span = 1;
+  for (size_t k = 0; k < m; ++k) {
+    const int64_t dk = v.strides[p.order[k]];
+    span += (v.sizes[p.order[k]] - 1) * dk;
+    if (k + 1 == m) break;
+    const int64_t dn = v.strides[p.order[k + 1]];
+    if (dk % dn != 0 || dk < dn * v.sizes[p.order[k + 1]]) return false;
+    p.shape.push_back(dk / dn);
+  }
+  p.shape.push_back(v.strides[p.order[m - 1]]);
+  p.extent = v.sizes[p.order[0]] * v.strides[p.order[0]];
+  p.pad = p.extent - span;
+  *blk = std::move(p);
+  return true;
+}
+
+// The flat storage with the block's padding after it, and the block at
+// `offset` (an s64 scalar) sliced out of it, shaped blk.shape.
+Value PaddedFlat(ir::Builder& b, Value flat, const Block& blk) {
+  if (blk.pad == 0) return flat;
+  return ir::Pad(b, flat, ir::ConstantI(b, 0, b.type(flat).dtype), {0}, {blk.pad}, {0});
+}
+Value BlockAt(ir::Builder& b, Value padded, const Block& blk, Value offset) {
+  const ir::DType t = b.type(padded).dtype;
+  Value run = b.Op1("stablehlo.dynamic_slice", {padded, offset}, ir::TensorType{t, {blk.extent}},
+                    {{"slice_sizes", ir::I64Array({blk.extent})}});
+  return ir::Reshape(b, run, blk.shape);
+}
+
+Value ReadBlockAt(ir::Builder& b, Value flat, const ViewSpec& v, const Block& blk, Value offset) {
+  Value block = BlockAt(b, PaddedFlat(b, flat, blk), blk, offset);
+  Dims start(blk.shape.size(), 0), limit, step(blk.shape.size(), 1), by_stride;
+  for (int64_t d : blk.order) by_stride.push_back(v.sizes[d]);
+  limit = by_stride;
+  limit.push_back(1);
+  block = ir::Reshape(b, ir::Slice(b, block, start, limit, step), by_stride);
+  Dims perm;  // back to the view's dim order
+  for (int64_t d : blk.real)
+    perm.push_back(std::find(blk.order.begin(), blk.order.end(), d) - blk.order.begin());
+  return ir::Reshape(b, ir::Transpose(b, block, perm), v.sizes);
+}
+
+Value WriteBlockAt(ir::Builder& b, Value flat, const ViewSpec& v, const Block& blk, Value update,
+                   Value offset) {
+  const int64_t n = b.type(flat).dims[0];
+  Dims in_view, by_stride, perm;
+  for (int64_t d : blk.real) in_view.push_back(v.sizes[d]);
+  for (int64_t d : blk.order) {
+    by_stride.push_back(v.sizes[d]);
+    perm.push_back(std::find(blk.real.begin(), blk.real.end(), d) - blk.real.begin());
+  }
+  Value upd = ir::Transpose(b, ir::Reshape(b, update, in_view), perm);
+  by_stride.push_back(1);
+  upd = ir::Reshape(b, upd, by_stride);
+  Value padded = PaddedFlat(b, flat, blk);
+  Value block = BlockAt(b, padded, blk, offset);
+  std::vector<Value> args{block, upd};
+  for (size_t i = 0; i < blk.shape.size(); ++i) args.push_back(ir::ConstantI(b, 0, ir::DType::S64));
+  block = b.Op1("stablehlo.dynamic_update_slice", args, b.type(block));
+  padded = b.Op1("stablehlo.dynamic_update_slice",
+                 {padded, ir::Reshape(b, block, {blk.extent}), offset}, b.type(padded));
+  return blk.pad == 0 ? padded : ir::Slice(b, padded, {0}, {n}, {1});
+}
+
 }  // namespace
 
 Value ReadView(ir::Builder& b, Value base, const ViewSpec& v) {
@@ -198,6 +290,8 @@ Value WriteView(ir::Builder& b, Value base, const ViewSpec& v, Value update) {
     Value upd = ir::Reshape(b, update, {numel});
     Value start = ir::ConstantI(b, v.offset, ir::DType::S64);
     result = b.Op1("stablehlo.dynamic_update_slice", {flat, upd, start}, b.type(flat));
+  } else if (Block blk; PlanBlock(v, &blk)) {
+    result = WriteBlockAt(b, flat, v, blk, update, ir::ConstantI(b, v.offset, ir::DType::S64));
   } else {
     result = ir::Put(b, flat, Positions(b, v), update);
   }
@@ -213,12 +307,14 @@ Value WriteView(ir::Builder& b, Value base, const ViewSpec& v, Value update) {
 }
 
 bool HasDynamicOffset(const ViewSpec& v, const ir::TensorType& base) {
-  return base.dtype == v.dtype && v.numel() > 0 && v.is_contiguous() &&
-         !CoversWhole(v, base.numel());
+  Block blk;
+  return base.dtype == v.dtype && v.numel() > 0 && !CoversWhole(v, base.numel()) &&
+         (v.is_contiguous() || PlanBlock(v, &blk));
 }
 
 Value ReadViewAt(ir::Builder& b, Value base, const ViewSpec& v, Value offset) {
   Value flat = Flat(b, base, v.dtype);
+  if (Block blk; !v.is_contiguous() && PlanBlock(v, &blk)) return ReadBlockAt(b, flat, v, blk, offset);
   Value run = b.Op1("stablehlo.dynamic_slice", {flat, offset}, ir::TensorType{v.dtype, {v.numel()}},
                     {{"slice_sizes", ir::I64Array({v.numel()})}});
   return ir::Reshape(b, run, v.sizes);
@@ -226,6 +322,8 @@ Value ReadViewAt(ir::Builder& b, Value base, const ViewSpec& v, Value offset) {
 
 Value WriteViewAt(ir::Builder& b, Value base, const ViewSpec& v, Value update, Value offset) {
   Value flat = Flat(b, base, v.dtype);
+  if (Block blk; !v.is_contiguous() && PlanBlock(v, &blk))
+    return WriteBlockAt(b, flat, v, blk, update, offset);
   Value upd = ir::Reshape(b, update, {v.numel()});
   return b.Op1("stablehlo.dynamic_update_slice", {flat, upd, offset}, b.type(flat));
 }

@@ -148,3 +148,14 @@ def test_view_dtype_across_element_sizes(src, dst):
     v[0, :2] = v[1, :2]
     w[0, :2] = w[1, :2]
     assert torch.equal(t.cpu(), x)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "round"])
+def test_real_only_rounding_refuses_complex(name):
+    z = torch.ones(2, dtype=torch.complex64, device="tpu")
+    with pytest.raises(RuntimeError, match=f"{name} is not supported for complex inputs"):
+        getattr(torch, name)(z)
+    with pytest.raises(RuntimeError, match=f"{name} is not supported for complex inputs"):
+        getattr(torch, name)(z, out=torch.empty_like(z))
+    with pytest.raises(RuntimeError, match="Please use torch.sgn instead"):
+        torch.sign(z)

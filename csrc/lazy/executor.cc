@@ -764,18 +764,20 @@ void Executor::FlushLocked(Captured* capture) {
   }
 
   // Offsets of contiguous runs as run-time operands (see HasDynamicOffset).
+  const bool blocks = !(capture && !capture->dynamic.empty());
   std::vector<int64_t> offsets;
   std::vector<int> in_offset(in_at.back(), -1), out_offset(out_at.back(), -1);
   for (size_t r = 0; r < batch.size(); ++r) {
     for (size_t i = 0; i < batch[r]->inputs.size(); ++i) {
-      const bool dyn = HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[in_at[r] + i]));
+      const bool dyn =
+          HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[in_at[r] + i]), blocks);
       if (dyn) in_offset[in_at[r] + i] = static_cast<int>(offsets.size());
       if (dyn) offsets.push_back(batch[r]->inputs[i].view.offset);
     }
     for (size_t o = 0; o < batch[r]->outs.size(); ++o) {
       const auto& out = batch[r]->outs[o];
       const bool dyn = out.store == Store::kPartial && out.base &&
-                       HasDynamicOffset(out.view, type_of(base_refs[out_at[r] + o]));
+                       HasDynamicOffset(out.view, type_of(base_refs[out_at[r] + o]), blocks);
       if (dyn) out_offset[out_at[r] + o] = static_cast<int>(offsets.size());
       if (dyn) offsets.push_back(out.view.offset);
     }

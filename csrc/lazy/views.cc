@@ -306,10 +306,10 @@ Value WriteView(ir::Builder& b, Value base, const ViewSpec& v, Value update) {
   return result;
 }
 
-bool HasDynamicOffset(const ViewSpec& v, const ir::TensorType& base) {
+bool HasDynamicOffset(const ViewSpec& v, const ir::TensorType& base, bool blocks) {
   Block blk;
   return base.dtype == v.dtype && v.numel() > 0 && !CoversWhole(v, base.numel()) &&
-         (v.is_contiguous() || PlanBlock(v, &blk));
+         (v.is_contiguous() || (blocks && PlanBlock(v, &blk)));
 }
 
 Value ReadViewAt(ir::Builder& b, Value base, const ViewSpec& v, Value offset) {

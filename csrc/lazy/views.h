@@ -25,7 +25,10 @@ ir::Value WriteView(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Va
 // A contiguous run of a storage starts at an offset that changes from call
 // to call (a batch slice x[i:i+n]); such views take the offset as a
 // run-time operand so the program is reused.
-bool HasDynamicOffset(const ViewSpec& view, const ir::TensorType& base);
+// `blocks`: strided blocks too (x[:, i]), not only contiguous runs; off in
+// graphs with bounded dynamic sizes, whose padding XLA's dynamic padder
+// does not follow through a block's dynamic slice.
+bool HasDynamicOffset(const ViewSpec& view, const ir::TensorType& base, bool blocks = true);
 // ReadView / WriteView for those views, with the offset as a 0-d s64 value.
 ir::Value ReadViewAt(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value offset);
 ir::Value WriteViewAt(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value update,

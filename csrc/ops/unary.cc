@@ -281,6 +281,13 @@ TPU_UNARY(kEntr, "aten::special_entr", Entr, true)
 
 ElementwiseMeta UnaryMeta(const UnaryOp& op, const Tensor& self) {
   CheckTpu(op.lowering.name, self, "self");
+  if (self.is_complex()) {  // ATen's refusals, with its messages
+    for (const UnaryOp* real_only : {&kFloor, &kCeil, &kTrunc, &kRound}) {
+      TORCH_CHECK(&op != real_only, op.lowering.name + 6, " is not supported for complex inputs");
+    }
+    TORCH_CHECK(&op != &kSign, "Unlike NumPy, torch.sign is not intended to support complex "
+                "numbers. Please use torch.sgn instead.");
+  }
   ElementwiseMeta m;
   m.sizes = self.sizes().vec();
   m.result = self.scalar_type();

@@ -10,8 +10,8 @@
 #include "device/generator.h"
 #include "lazy/executor.h"
 #include "lazy/modes.h"
-#include "ops/bridge.h"
-#include "ops/index_checks.h"
+#include "aten/tensor_bridge.h"
+#include "aten/indexing/index_checks.h"
 #include "lazy/runtime.h"
 #include "lazy/where.h"
 
@@ -19,12 +19,12 @@
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
-#include "ops/precision.h"
+#include "aten/precision.h"
 
 namespace py = pybind11;
 
 namespace tpu::ops {
-void RegisterCompiled(py::module& m);  // compiled.cc
+void RegisterCompiled(py::module& m);  // compile/graph_capture.cc
 }
 namespace tpu::dist {
 void RegisterDist(py::module& m);  // dist/backend.cc

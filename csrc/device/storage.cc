@@ -14,10 +14,10 @@
 #include "device/allocator.h"
 #include "lazy/executor.h"
 #include "lazy/views.h"
-#include "ops/bridge.h"
-#include "ops/index_checks.h"
+#include "aten/tensor_bridge.h"
+#include "aten/indexing/index_checks.h"
 #include "ir/ops.h"
-#include "ops/lowerings.h"
+#include "aten/kernel_helpers.h"
 
 namespace tpu::device {
 

@@ -29,7 +29,7 @@
 
 #include "dist/xla_engine.h"
 #include "lazy/node.h"
-#include "ops/bridge.h"
+#include "aten/tensor_bridge.h"
 #include "pjrt/pjrt.h"
 
 namespace py = pybind11;

@@ -12,7 +12,7 @@
 #include "dist/collective_program.h"
 #include "lazy/executor.h"
 #include "lazy/runtime.h"
-#include "ops/bridge.h"
+#include "aten/tensor_bridge.h"
 #include "pjrt/pjrt.h"
 
 namespace py = pybind11;

@@ -8,7 +8,7 @@
 
 #include "lazy/executor.h"
 #include "lazy/runtime.h"
-#include "ops/bridge.h"
+#include "aten/tensor_bridge.h"
 #include "pjrt/pjrt.h"
 
 namespace tpu::dist {

@@ -92,12 +92,12 @@ class Executor {
   // Between BeginBatch and EndBatch the calling thread's ops are recorded
   // and not launched, whatever the mode (up to the pending-op limit);
   // EndBatch launches them as one program. Nests. Used by the foreach ops
-  // (ops/foreach.cc) in Strict Eager.
+  // (aten/optim/foreach.cc) in Strict Eager.
   void BeginBatch();
   void EndBatch();
   // Ends a batch without launching it: what it recorded runs with the next
   // launch, so in Strict Eager a small op recorded this way (an index check,
-  // ops/index_checks.h) shares the program of the op that follows.
+  // aten/indexing/index_checks.h) shares the program of the op that follows.
   void EndBatchDeferred();
   // Makes `node` ready (flushing if it is deferred); raises its error.
   void Materialize(const NodePtr& node);

@@ -21,7 +21,7 @@ EagerMode GlobalMode();
 // the threads PyTorch runs it on (autograd's backward threads).
 void SetThreadMode(int m);
 int ThreadMode();
-// The scoped matmul-precision override (ops/precision.h), stored the same way.
+// The scoped matmul-precision override (aten/precision.h), stored the same way.
 void SetThreadPrecision(int64_t p);
 int64_t ThreadPrecision();
 

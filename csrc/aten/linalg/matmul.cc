@@ -1,0 +1,222 @@
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
+// Matrix products: mm, bmm, addmm, baddbmm (matmul, linear and einsum
+// decompose into these).
+#include <torch/library.h>
+
+#include "ir/ops.h"
+#include "aten/tensor_bridge.h"
+#include "aten/precision.h"
+
+namespace tpu::ops {
+
+using at::Tensor;
+using ir::Builder;
+using ir::Value;
+using VS = std::vector<Value>;
+using TT = std::vector<ir::TensorType>;
+
+namespace {
+
+// ins = (a, b[, c][, alpha][, beta]); ints = (precision, batched, has_c,
+// has_alpha, has_beta). out = beta * c + alpha * (a @ b).
+VS LowerMatmul(Builder& b, const VS& in, const lazy::Attrs& at, const TT& out) {
+  const auto p = static_cast<Precision>(at.ints[0]);
+  const bool batched = at.ints[1] != 0;
+  ir::DotDims dd = batched ? ir::DotDims{{0}, {0}, {2}, {1}} : ir::DotDims{{}, {}, {1}, {0}};
+  const ir::DType compute =
+      ir::IsFloat(out[0].dtype) && out[0].dtype != ir::DType::F64 ? ir::DType::F32 : out[0].dtype;
+  Value r = PreciseDot(b, in[0], in[1], dd, ir::TensorType{compute, out[0].dims}, p);
+  size_t next = at.ints[2] ? 3 : 2;
+  if (at.ints[3]) {
+    Value alpha = ir::Full(b, ir::Convert(b, in[next++], compute), out[0].dims);
+    r = ir::Binary(b, "stablehlo.multiply", r, alpha);
+  }
+  if (at.ints[2]) {
+    Value c = ir::BroadcastTo(b, ir::Convert(b, in[2], compute), out[0].dims);
+    if (at.ints[4]) {
+      Value beta = ir::Full(b, ir::Convert(b, in[next++], compute), out[0].dims);
+      c = ir::Binary(b, "stablehlo.multiply", c, beta);
+    }
+    r = ir::Binary(b, "stablehlo.add", c, r);
+  }
+  return {ir::Convert(b, r, out[0].dtype)};
+}
+constexpr lazy::Lowering kMatmul{"aten::mm", &LowerMatmul};
+
+void CheckMatmul(const char* name, const Tensor& a, const Tensor& b, bool batched) {
+  CheckTpu(name, a, "self");
+  CheckTpu(name, b, "mat2");
+  const int64_t rank = batched ? 3 : 2;
+  TORCH_CHECK(a.dim() == rank, (batched ? "batch1" : "self"), " must be a ",
+              (batched ? "3D" : "matrix"), " tensor");
+  TORCH_CHECK(b.dim() == rank, (batched ? "batch2" : "mat2"), " must be a ",
+              (batched ? "3D" : "matrix"), " tensor");
+  if (batched) {
+    TORCH_CHECK(a.size(0) == b.size(0), "batch1 and batch2 must have same number of batches, got ",
+                a.size(0), " and ", b.size(0));
+    TORCH_CHECK(a.size(2) == b.size(1), "Expected size for first two dimensions of batch2 "
+                "tensor to be: [", a.size(0), ", ", a.size(2), "] but got: [", b.size(0), ", ",
+                b.size(1), "].");
+  } else {
+    TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (",
+                a.size(0), "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
+  }
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, "
+              "but got: ", a.scalar_type(), " != ", b.scalar_type());
+}
+
+std::vector<int64_t> MatmulSizes(const Tensor& a, const Tensor& b, bool batched) {
+  if (batched) return {a.size(0), a.size(1), b.size(2)};
+  return {a.size(0), b.size(1)};
+}
+
+bool IsOne(const c10::Scalar& s) { return s.toComplexDouble() == c10::complex<double>(1, 0); }
+bool IsZero(const c10::Scalar& s) { return s.toComplexDouble() == c10::complex<double>(0, 0); }
+
+struct MatmulCall {
+  lazy::Attrs attrs;
+  std::vector<lazy::Operand> inputs;
+};
+
+MatmulCall Prepare(const Tensor& a, const Tensor& b, const Tensor* c, const c10::Scalar* beta,
+                   const c10::Scalar* alpha, bool batched) {
+  MatmulCall call;
+  // beta == 0 ignores c entirely (NaN in c does not propagate), as on CPU.
+  const bool has_c = c != nullptr && !(beta && IsZero(*beta));
+  const bool has_alpha = alpha && !IsOne(*alpha);
+  const bool has_beta = has_c && beta && !IsOne(*beta);
+  call.attrs.ints = {static_cast<int64_t>(CurrentPrecision()), batched ? 1 : 0, has_c ? 1 : 0,
+                     has_alpha ? 1 : 0, has_beta ? 1 : 0};
+  call.inputs = {OperandOf(a), OperandOf(b)};
+  if (has_c) call.inputs.push_back(OperandOf(*c));
+  if (has_alpha) call.inputs.push_back(ScalarOperand(*alpha, a.scalar_type()));
+  if (has_beta) call.inputs.push_back(ScalarOperand(*beta, a.scalar_type()));
+  return call;
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  CheckMatmul("mm", a, b, false);
+  MatmulCall c = Prepare(a, b, nullptr, nullptr, nullptr, false);
+  return Run1(kMatmul, c.attrs, c.inputs, TypeOf(MatmulSizes(a, b, false), a.scalar_type()));
+}
+Tensor& mm_out(const Tensor& a, const Tensor& b, Tensor& out) {
+  CheckMatmul("mm", a, b, false);
+  auto sizes = MatmulSizes(a, b, false);
+  PrepareOut("mm", out, sizes, a.scalar_type());
+  MatmulCall c = Prepare(a, b, nullptr, nullptr, nullptr, false);
+  RunInto(kMatmul, c.attrs, c.inputs, {TypeOf(sizes, a.scalar_type())}, {out});
+  return out;
+}
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  CheckMatmul("bmm", a, b, true);
+  MatmulCall c = Prepare(a, b, nullptr, nullptr, nullptr, true);
+  return Run1(kMatmul, c.attrs, c.inputs, TypeOf(MatmulSizes(a, b, true), a.scalar_type()));
+}
+Tensor& bmm_out(const Tensor& a, const Tensor& b, Tensor& out) {
+  CheckMatmul("bmm", a, b, true);
+  auto sizes = MatmulSizes(a, b, true);
+  PrepareOut("bmm", out, sizes, a.scalar_type());
+  MatmulCall c = Prepare(a, b, nullptr, nullptr, nullptr, true);
+  RunInto(kMatmul, c.attrs, c.inputs, {TypeOf(sizes, a.scalar_type())}, {out});
+  return out;
+}
+
+Tensor AddMatmul(const char* name, const Tensor& self, const Tensor& a, const Tensor& b,
+                 const c10::Scalar& beta, const c10::Scalar& alpha, bool batched,
+                 const Tensor* into) {
+  CheckMatmul(name, a, b, batched);
+  CheckTpu(name, self, "self");
+  auto sizes = MatmulSizes(a, b, batched);
+  at::infer_size(self.sizes(), sizes);  // self must broadcast to the product
+  MatmulCall c = Prepare(a, b, &self, &beta, &alpha, batched);
+  if (into) {
+    PrepareOut(name, *into, sizes, a.scalar_type());
+    RunInto(kMatmul, c.attrs, c.inputs, {TypeOf(sizes, a.scalar_type())}, {*into});
+    return *into;
+  }
+  return Run1(kMatmul, c.attrs, c.inputs, TypeOf(sizes, a.scalar_type()));
+}
+Tensor addmm(const Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+             const c10::Scalar& alpha) {
+  return AddMatmul("addmm", s, a, b, beta, alpha, false, nullptr);
+}
+Tensor& addmm_out(const Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+                  const c10::Scalar& alpha, Tensor& out) {
+  AddMatmul("addmm", s, a, b, beta, alpha, false, &out);
+  return out;
+}
+Tensor& addmm_(Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+               const c10::Scalar& alpha) {
+  AddMatmul("addmm_", s, a, b, beta, alpha, false, &s);
+  return s;
+}
+Tensor baddbmm(const Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+               const c10::Scalar& alpha) {
+  return AddMatmul("baddbmm", s, a, b, beta, alpha, true, nullptr);
+}
+Tensor& baddbmm_out(const Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+                    const c10::Scalar& alpha, Tensor& out) {
+  AddMatmul("baddbmm", s, a, b, beta, alpha, true, &out);
+  return out;
+}
+Tensor& baddbmm_(Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+                 const c10::Scalar& alpha) {
+  AddMatmul("baddbmm_", s, a, b, beta, alpha, true, &s);
+  return s;
+}
+
+// Vector products run as matrix products of views.
+Tensor dot(const Tensor& a, const Tensor& b) {
+  TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
+              b.dim(), "D tensors");
+  TORCH_CHECK(a.numel() == b.numel(), "inconsistent tensor size, expected tensor [", a.numel(),
+              "] and src [", b.numel(), "] to have the same number of elements, but got ",
+              a.numel(), " and ", b.numel(), " elements respectively");
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "dot : expected both vectors to have same "
+              "dtype, but found ", a.scalar_type(), " and ", b.scalar_type());
+  return tpu::ops::mm(a.view({1, -1}), b.view({-1, 1})).reshape(at::IntArrayRef{});
+}
+
+Tensor& addmv_out(const Tensor& self, const Tensor& mat, const Tensor& vec,
+                  const c10::Scalar& beta, const c10::Scalar& alpha, Tensor& out) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ",
+              self.dim(), ", ", mat.dim(), ", ", vec.dim());
+  TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0),
+              "), mat (", mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
+  Tensor r = AddMatmul("addmv", self.dim() == 1 ? self.view({-1, 1}) : self, mat,
+                       vec.view({-1, 1}), beta, alpha, false, nullptr);
+  PrepareOut("addmv", out, {mat.size(0)}, r.scalar_type());
+  out.copy_(r.view({-1}));
+  return out;
+}
+Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const c10::Scalar& beta,
+             const c10::Scalar& alpha) {
+  Tensor out = EmptyTpu({mat.size(0)}, mat.scalar_type());
+  return addmv_out(self, mat, vec, beta, alpha, out);
+}
+Tensor& addmv_(Tensor& self, const Tensor& mat, const Tensor& vec, const c10::Scalar& beta,
+               const c10::Scalar& alpha) {
+  return addmv_out(self, mat, vec, beta, alpha, self);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("dot", TORCH_FN(dot));
+  m.impl("addmv", TORCH_FN(addmv));
+  m.impl("addmv_", TORCH_FN(addmv_));
+  m.impl("addmv.out", TORCH_FN(addmv_out));
+  m.impl("mm", TORCH_FN(mm));
+  m.impl("mm.out", TORCH_FN(mm_out));
+  m.impl("bmm", TORCH_FN(bmm));
+  m.impl("bmm.out", TORCH_FN(bmm_out));
+  m.impl("addmm", TORCH_FN(addmm));
+  m.impl("addmm.out", TORCH_FN(addmm_out));
+  m.impl("addmm_", TORCH_FN(addmm_));
+  m.impl("baddbmm", TORCH_FN(baddbmm));
+  m.impl("baddbmm.out", TORCH_FN(baddbmm_out));
+  m.impl("baddbmm_", TORCH_FN(baddbmm_));
+}
+
+}  // namespace tpu::ops

@@ -48,7 +48,7 @@ case "${1:-}" in
     cmake --build "$BUILD" -j "$(nproc)"
     (cd "$BUILD" && ctest --output-on-failure)
     # One pytest process per eager mode, each with an empty persistent
-    # compilation cache of its own (tests/test_disk_cache.py tests the
+    # compilation cache of its own (tests/lazy/test_disk_cache.py tests the
     # cache in child processes with directories of their own).
     CACHE_ROOT=$(mktemp -d)
     trap 'rm -rf "$CACHE_ROOT"' EXIT

@@ -120,7 +120,7 @@ _ARGS_ON_CPU = {"tensor_split": {0}}
 # (a regression) and every entry that passed (to be removed).
 _NO_COMPLEX = "complex32 (chalf) is not supported"
 _RANDOM_REGIONS = ("the pooling regions are drawn from the device's generator, so they differ "
-                   "from CPU's draw (with the same samples the results are exact: tests/test_rnn.py)")
+                   "from CPU's draw (with the same samples the results are exact: tests/aten/rnn/test_rnn.py)")
 _NO_SPARSE = "sparse layouts are not supported on tpu"
 _DROPOUT_VALUES = ("samples use dropout: random values cannot match CPU's, but the sweep "
                    "compares values for this OpInfo (its name does not say dropout)")

@@ -21,6 +21,11 @@ import torch
 
 import torch_tpu
 
+# Test files import the helpers of benchmarks/ (the model and sweep
+# definitions they share with the benchmarks) by module name.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
+
 def _seed_for(nodeid: str) -> int:
     return zlib.crc32(nodeid.encode("utf-8")) & 0x7FFFFFFF
 
@@ -55,7 +60,7 @@ _PROCS = pytest.StashKey[dict]()
 def pytest_addoption(parser):
     parser.addoption(
         "--all-models", action="store_true", default=False,
-        help="tests/test_models.py: every model family, not only one per group "
+        help="tests/models/test_models.py: every model family, not only one per group "
              "(also TORCH_TPU_ALL_MODELS=1)")
 
 

@@ -151,7 +151,7 @@ class Executor {
   struct Entry;
   std::shared_ptr<Entry> Lookup(const std::string& key, bool* hit);
   // `quick`: compile with the cheap options of small programs
-  // (QuickCompile in executor.cc).
+  // (QuickCompileElements in executable_cache.cc).
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
                                                   const std::function<std::string()>& print,
                                                   bool quick = false);
@@ -162,6 +162,13 @@ class Executor {
   void RefuseEntry(const std::string& name, const std::string& error);
   void EvictLocked();
   void FlushLocked(Captured* capture = nullptr);
+  // The steps of a flush (lazy/batch.h says which file holds which).
+  struct Program;
+  static Program BuildProgram(const std::vector<std::shared_ptr<PendingOp>>& batch,
+                              const Captured* capture);
+  void LaunchProgram(const std::vector<std::shared_ptr<PendingOp>>& batch, Program& prog,
+                     Captured* capture);
+  static void FailAll(const std::vector<NodePtr>& results, const std::string& msg);
 
   // Fused Eager cuts the op stream where it repeats (one layer, one step):
   // once the signatures of the last ops show a period, batches hold a whole

@@ -22,7 +22,7 @@ class Buffer;
 
 namespace tpu::lazy {
 
-struct PendingOp;  // executor.cc: a recorded op whose program has not run
+struct PendingOp;  // lazy/batch.h: a recorded op whose program has not run
 
 // The value of a storage, in one of three states:
 //   deferred - produced by a recorded op that has not been launched yet,

@@ -14,8 +14,6 @@ import sys
 import pytest
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
 import opinfo_sweep  # noqa: E402
 
 CURATED = [
@@ -67,7 +65,7 @@ def test_opinfo(name, highest_matmul_precision):
         assert res["bwd"] is True, f"{name} backward: {res['bwd']}"
 
 
-# Complex results: the sweep compares the forward only (tests/test_complex.py
+# Complex results: the sweep compares the forward only (tests/aten/pointwise/test_complex.py
 # checks gradients through them, e.g. Llama's rotary embedding).
 COMPLEX_FORWARD = ["view_as_complex", "complex", "polar"]
 

@@ -1,9 +1,9 @@
 """Model validation: tiny Hugging Face `transformers` models on tpu against CPU.
 
-    python -m torch_tpu.validate                     # every family, every mode
-    python -m torch_tpu.validate --families llama,t5 --modes strict
-    python -m torch_tpu.validate --group vision --verbose
-    python -m torch_tpu.validate --list
+    python -m torch_tpu.tools.validate                     # every family, every mode
+    python -m torch_tpu.tools.validate --families llama,t5 --modes strict
+    python -m torch_tpu.tools.validate --group vision --verbose
+    python -m torch_tpu.tools.validate --list
 
 For each model family a tiny config is built from the config class (random
 weights from a fixed seed; nothing is downloaded), the model is created on
@@ -1003,7 +1003,7 @@ def run(families: List[Family], modes: List[Mode], integration: bool = True,
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m torch_tpu.validate", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m torch_tpu.tools.validate", description=__doc__.split("\n\n")[0])
     p.add_argument("--families", help=f"comma-separated subset of: {','.join(FAMILY_NAMES)}")
     p.add_argument("--group", choices=GROUPS, help="only this group of families")
     p.add_argument("--modes", help=f"comma-separated subset of: {','.join(MODE_NAMES)}")

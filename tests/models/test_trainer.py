@@ -1,5 +1,5 @@
 """End to end: a small GPT trained as public trainer scripts train it
-(tests/trainer_script.py: bf16 autocast, gradient accumulation,
+(tests/models/trainer_script.py: bf16 autocast, gradient accumulation,
 clip_grad_norm_, cosine LR, dropout, checkpoints), interrupted and resumed
 in a fresh process. The resumed run's losses equal the uninterrupted run's,
 bit for bit, and follow the same run on CPU within bf16 tolerance."""

@@ -22,8 +22,8 @@ import warnings
 
 import torch
 
-from . import _C
-from ._modes import EagerMode, eager_mode, get_eager_mode
+from .. import _C
+from .._modes import EagerMode, eager_mode, get_eager_mode
 
 # Different input signatures one graph keeps programs for before it stops
 # capturing new ones (Dynamo's own guards recompile first in most cases).

@@ -89,8 +89,6 @@ def test_strict_training_matches_cpu(highest_matmul_precision):
     import copy
     import os
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    "benchmarks"))
     from gpt import GPT, train_step
     import torch_tpu
     torch.manual_seed(0)

@@ -1,10 +1,10 @@
 """A small GPT trained the way public trainer scripts train: bf16 autocast,
 gradient accumulation, clip_grad_norm_, a cosine LR schedule with warm-up,
 dropout, a DataLoader that pins memory, and a checkpoint
-every few steps that a fresh process resumes from. tests/test_trainer.py
+every few steps that a fresh process resumes from. tests/models/test_trainer.py
 runs it in child processes; it prints one JSON line of the step losses.
 
-    python tests/trainer_script.py --device tpu --steps 8 --ckpt-every 4 \\
+    python tests/models/trainer_script.py --device tpu --steps 8 --ckpt-every 4 \\
         --ckpt-dir DIR [--resume] [--stop-after N] [--compile]
 """
 

@@ -8,8 +8,8 @@ that have it greedy ``generate()`` token for token.
 
 By default (CI) one family per group runs (``CI_FAMILIES``), in Strict and
 Fused Eager and under ``torch.compile(backend="tpu")``. ``pytest --all-models`` (or ``TORCH_TPU_ALL_MODELS=1``)
-runs every family of ``torch_tpu.validate.FAMILIES`` in every mode of
-``torch_tpu.validate.MODES`` that is available (``torch.compile`` with the
+runs every family of ``torch_tpu.tools.validate.FAMILIES`` in every mode of
+``torch_tpu.tools.validate.MODES`` that is available (``torch.compile`` with the
 "tpu" backend included).
 
 The modes are parametrized here, so the module runs only in the pytest pass
@@ -33,7 +33,7 @@ import torch  # noqa: E402
 pytest.importorskip("transformers")
 
 import torch_tpu  # noqa: E402
-from torch_tpu import validate as V  # noqa: E402
+from torch_tpu.tools import validate as V  # noqa: E402
 
 # One family per group, chosen to cover the common building blocks: a
 # decoder-only LLM with RoPE/GQA/RMSNorm (and generation with the KV cache),

@@ -18,8 +18,8 @@ Engines (``TORCH_TPU_DIST_ENGINE``; unset = chosen from the plugin):
 import torch
 import torch.distributed as dist
 
-from . import _C
-from ._env import env
+from .. import _C
+from .._env import env
 
 BACKEND = "tpu_dist"
 

@@ -13,7 +13,7 @@ must lower. An overload counts as handled on tpu when
   overload has a PrivateUse1 kernel.
 
 A composite is counted as handled without checking that the ops it calls are
-lowered; the OpInfo tests (tests/test_opinfo.py) check that end to end.
+lowered; the OpInfo tests (tests/aten/test_opinfo.py) check that end to end.
 """
 
 import pytest
@@ -109,4 +109,4 @@ def test_missing_core_aten_ops_not_above_baseline():
     if len(missing) < MISSING_CORE_ATEN_BASELINE:
         print(f"note: {len(missing)} Core ATen ops missing, below the baseline "
               f"{MISSING_CORE_ATEN_BASELINE}: lower MISSING_CORE_ATEN_BASELINE in "
-              "tests/test_core_aten.py")
+              "tests/aten/test_core_aten.py")

@@ -9,8 +9,6 @@ import warnings
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
 import nn_modules_sweep as sweep  # noqa: E402
 
 LAYERS, _ = sweep.layer_classes()

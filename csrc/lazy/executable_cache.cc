@@ -1,0 +1,352 @@
+// The executables of programs, by structural key: in memory (an LRU of at
+// most TORCH_TPU_EXECUTABLE_CACHE_SIZE), on disk (the persistent cache,
+// whose entries carry the plugin's, this build's and the compiler
+// environment's identity), prefetched at start-up from the manifest of the
+// last run; compiled on a miss, the quick way for small programs.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+
+#include "lazy/batch.h"
+#include "lazy/modes.h"
+#include "lazy/runtime.h"
+#include "pjrt/pjrt.h"
+
+namespace tpu::lazy {
+
+// The identity of this extension's build for the persistent cache: a hash
+// of the shared object's bytes, so that entries compiled by a build with
+// different lowerings are never loaded, while an identical rebuild keeps
+// its entries.
+static const std::string& ExtensionIdentity() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&ExtensionIdentity), &info) || !info.dli_fname) return std::string("ext=?");
+    std::ifstream f(info.dli_fname, std::ios::binary);
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a
+    char buf[1 << 16];
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+      for (std::streamsize i = 0; i < f.gcount(); ++i) {
+        h ^= static_cast<unsigned char>(buf[i]);
+        h *= 1099511628211ULL;
+      }
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return std::string("ext=") + hex;
+  }();
+  return id;
+}
+
+// Environment variables that change what a plugin compiles: XLA's debug
+// options (every XLA plugin parses XLA_FLAGS) and libtpu's arguments.
+static std::string CompilerEnvironment() {
+  std::string s;
+  for (const char* name : {"XLA_FLAGS", "LIBTPU_INIT_ARGS"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') s += std::string("|") + name + "=" + v;
+  }
+  return s;
+}
+
+// The identity a persistent cache entry must carry to be loaded: the
+// plugin's, this extension build's and the compiler environment.
+static const std::string& CacheIdentity() {
+  // The runtime first: starting it may add to XLA_FLAGS (runtime.cc).
+  static const std::string id = [] {
+    std::string plugin = Runtime::Get().client().plugin_identity();
+    return plugin + "|" + ExtensionIdentity() + CompilerEnvironment();
+  }();
+  return id;
+}
+
+struct Executor::Entry {
+  std::once_flag once;
+  std::shared_ptr<pjrt::Executable> exe;
+  std::string error;
+  bool requested = true;  // false while only prefetched
+  uint64_t last_use = 0;   // Executor::use_clock_ at the last request
+};
+
+// Executables kept in memory at most (TORCH_TPU_EXECUTABLE_CACHE_SIZE).
+// Each loaded XLA CPU executable holds several memory mappings of JIT code
+// and an EH frame registration; an unbounded cache reached the kernel's
+// vm.max_map_count (65530) in a long test run, after which the JIT's
+// mapping failed half-way and left a registration over unmapped memory
+// that crashed the next C++ exception (issue 27). The least recently used
+// are dropped (and reloaded from disk or recompiled when asked for again).
+static size_t ExecutableCacheLimit() {
+  static const size_t n = [] {
+    const char* v = std::getenv("TORCH_TPU_EXECUTABLE_CACHE_SIZE");
+    long long x = v ? std::atoll(v) : 0;
+    return x > 0 ? static_cast<size_t>(x) : size_t{2048};
+  }();
+  return n;
+}
+
+// Drops the least recently used eighth of the cache once it is over its
+// limit (callers holding an executable keep it alive until they are done).
+void Executor::EvictLocked() {
+  const size_t limit = ExecutableCacheLimit();
+  if (cache_.size() <= limit) return;
+  std::vector<std::pair<uint64_t, const std::string*>> uses;
+  uses.reserve(cache_.size());
+  for (auto& [key, entry] : cache_) uses.emplace_back(entry->last_use, &key);
+  const size_t drop = cache_.size() - limit + limit / 8;
+  std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(drop - 1), uses.end());
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < drop; ++i) keys.push_back(*uses[i].second);
+  for (const std::string& k : keys) cache_.erase(k);
+  stats_.evicted += static_cast<int64_t>(keys.size());
+}
+
+// Entries a manifest lists (the first programs a run asks for: its start-up).
+static constexpr size_t kManifestEntries = 512;
+// Serialized bytes prefetched at most.
+static constexpr size_t kPrefetchBytes = size_t{512} << 20;
+
+std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* hit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.requests;
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    it->second->last_use = ++use_clock_;
+    *hit = true;
+    if (it->second->requested) {
+      ++stats_.hits;
+    } else {  // prefetched: this is its first request
+      it->second->requested = true;
+      NoteFirstUseLocked(key);
+    }
+    return it->second;
+  }
+  *hit = false;
+  EvictLocked();
+  auto e = std::make_shared<Entry>();
+  e->last_use = ++use_clock_;
+  cache_.emplace(key, e);
+  NoteFirstUseLocked(key);
+  return e;
+}
+
+void Executor::NoteFirstUseLocked(const std::string& key) {
+  if (!disk_.enabled() || first_used_.size() >= kManifestEntries) return;
+  first_used_.push_back(DiskCache::EntryName(CacheIdentity(), key));
+  // Written as it grows (1, 2, 4, ... entries) and at exit, so that a run
+  // that ends abruptly still leaves its start-up behind.
+  const size_t n = first_used_.size();
+  if ((n & (n - 1)) == 0) disk_.WriteManifest(ManifestName(), first_used_);
+}
+
+std::string Executor::ManifestName() {
+  return HashName(CacheIdentity() + '\0' + program_);
+}
+
+void Executor::SetProgram(std::string name, bool prefetch) {
+  std::lock_guard<std::mutex> lock(prefetch_mu_);
+  program_ = std::move(name);
+  prefetch_enabled_ = prefetch;
+}
+
+void Executor::StartPrefetch() {
+  std::lock_guard<std::mutex> lock(prefetch_mu_);
+  if (!prefetch_enabled_ || !disk_.enabled() || prefetch_) return;
+  stop_prefetch_ = false;
+  prefetch_pid_ = ::getpid();
+  prefetch_ = std::make_unique<std::thread>([this] { Prefetch(); });
+}
+
+void Executor::Prefetch() {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    names = disk_.ReadManifest(ManifestName());
+  }
+  size_t bytes = 0;
+  for (const std::string& name : names) {
+    if (stop_prefetch_) return;
+    // Quietly: an entry that is missing, damaged or foreign is left to the
+    // request that needs it, which warns and recompiles.
+    std::optional<DiskCache::Stored> stored = disk_.Read(name);
+    if (!stored || stored->identity != CacheIdentity()) continue;
+    bytes += stored->executable.size();
+    if (bytes > kPrefetchBytes) return;
+    std::shared_ptr<Entry> entry;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cache_.count(stored->key)) continue;  // already asked for
+      if (cache_.size() >= ExecutableCacheLimit()) return;  // never evict for a prefetch
+      entry = std::make_shared<Entry>();
+      entry->requested = false;
+      entry->last_use = ++use_clock_;
+      cache_.emplace(stored->key, entry);
+    }
+    // A request for this key meanwhile waits here instead of loading it twice.
+    std::call_once(entry->once, [&] {
+      std::string error;
+      entry->exe = Runtime::Get().client().TryDeserialize(stored->executable, &error);
+      if (!entry->exe) {
+        // Left without an executable, and the file set aside: the request
+        // for it compiles (DiskCache::Load finds no entry any more).
+        RefuseEntry(name, error);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.disk_hits;
+      ++stats_.prefetched;
+    });
+  }
+}
+
+// The plugin did not load a stored executable. The failure is reported
+// without a C++ exception: the plugin's loader may leave the process's
+// unwinder state behind it (issue 27). The entry is set aside so that no
+// later process tries it again, and counted.
+void Executor::RefuseEntry(const std::string& name, const std::string& error) {
+  const std::string moved = disk_.SetAside(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.disk_refused;
+  }
+  Warn("ignoring a compilation cache entry that does not load (" + error + "); recompiling" +
+       (moved.empty() ? std::string() : "; the entry is kept as " + moved));
+}
+
+void Executor::StopPrefetch() {
+  std::lock_guard<std::mutex> lock(prefetch_mu_);
+  stop_prefetch_ = true;
+  if (!prefetch_) return;
+  if (prefetch_pid_ == ::getpid()) {
+    prefetch_->join();
+    prefetch_.reset();
+  } else {
+    (void)prefetch_.release();  // a forked child: the thread is the parent's
+  }
+}
+
+void Executor::Shutdown() {
+  StopPrefetch();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!first_used_.empty()) disk_.WriteManifest(ManifestName(), first_used_);
+}
+
+void Executor::ConfigureDiskCache(std::string dir) {
+  StopPrefetch();
+  std::lock_guard<std::mutex> lock(mu_);
+  disk_.Configure(std::move(dir));
+  first_used_.clear();
+}
+
+// Programs whose tensors all hold at most this many elements
+// (TORCH_TPU_QUICK_COMPILE_ELEMENTS, default 1024; 0: never) are compiled
+// the quick way: without LLVM's optimizations
+// (xla_backend_optimization_level=0) and with XLA CPU's elemental emitters
+// instead of its MLIR fusion emitters (xla_cpu_use_fusion_emitters=false).
+// On the CPU plugin that cuts the compile of a small op of a new shape from
+// 35-45 ms to about 15 ms (benchmarks/cold_ops.py), while the run time of a
+// program this small is its launch overhead either way. A user who sets
+// either option in XLA_FLAGS decides for every program. Other plugins: not
+// measured, off.
+int64_t QuickCompileElements() {
+  static const int64_t n = [] {
+    const char* flags = std::getenv("XLA_FLAGS");
+    if (flags != nullptr && (std::strstr(flags, "xla_backend_optimization_level") ||
+                             std::strstr(flags, "xla_cpu_use_fusion_emitters")))
+      return int64_t{0};
+    // Measured on the CPU plugin only; other plugins compile every program
+    // with their own defaults.
+    if (Runtime::Get().client().platform_name() != "cpu") return int64_t{0};
+    const char* v = std::getenv("TORCH_TPU_QUICK_COMPILE_ELEMENTS");
+    return v ? std::max<int64_t>(0, std::atoll(v)) : int64_t{1024};
+  }();
+  return n;
+}
+
+static const std::string& CompileOptions(bool quick) {
+  static const std::string normal = pjrt::EncodeCompileOptions();
+  // xla_cpu_enable_fast_min_max=false: the elemental emitters' min and max
+  // then propagate NaN, as torch.maximum / clamp do.
+  static const std::string cheap =
+      normal + pjrt::EncodeOptionOverride("xla_backend_optimization_level", int64_t{0}) +
+      pjrt::EncodeBoolOptionOverride("xla_cpu_use_fusion_emitters", false) +
+      pjrt::EncodeBoolOptionOverride("xla_cpu_enable_fast_min_max", false);
+  return quick ? cheap : normal;
+}
+
+std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
+    const std::string& key, const std::string& name, const std::function<std::string()>& print,
+    bool quick) {
+  bool hit = false;
+  std::shared_ptr<Entry> entry = Lookup(key, &hit);
+  // Concurrent misses of one key compile once; the others wait here.
+  std::call_once(entry->once, [&] {
+    pjrt::Client& client = Runtime::Get().client();
+    const std::string& identity = CacheIdentity();
+    auto t0 = std::chrono::steady_clock::now();
+    if (auto bytes = disk_.Load(identity, key)) {
+      std::string error;
+      entry->exe = client.TryDeserialize(*bytes, &error);
+      if (entry->exe) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.disk_hits;
+        return;
+      }
+      RefuseEntry(DiskCache::EntryName(identity, key), error);
+    }
+    const std::string text = print();
+    try {
+      entry->exe = client.Compile(text, CompileOptions(quick));
+    } catch (const std::exception& e) {
+      entry->error = "tpu: compiling " + name + " failed: " + e.what() + "\nProgram:\n" + text;
+      return;
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (disk_.enabled()) {
+      try {
+        disk_.Store(identity, key, entry->exe->Serialize());
+      } catch (const std::exception& e) {
+        Warn(std::string("could not write the compilation cache: ") + e.what());
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.compiles;
+    stats_.compile_seconds += secs;
+    stats_.entries.emplace_back(name, secs);
+  });
+  if (!entry->exe) {
+    if (entry->error.empty()) {
+      // A prefetched entry that did not load: drop it and load or compile here.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = cache_.find(key);
+        if (it != cache_.end() && it->second == entry) cache_.erase(it);
+      }
+      return GetExecutable(key, name, print, quick);
+    }
+    throw std::runtime_error(entry->error);
+  }
+  return entry->exe;
+}
+
+CacheStats Executor::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CacheStats s = stats_;
+  s.cached = static_cast<int64_t>(cache_.size());
+  return s;
+}
+
+void Executor::ClearCache() {
+  StopPrefetch();
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.clear();
+}
+
+}  // namespace tpu::lazy

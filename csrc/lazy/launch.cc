@@ -1,0 +1,178 @@
+// Launching programs and handing their buffers to the results: a batch's
+// program (LaunchProgram), a captured graph's (Launch), and the uploads of
+// host data. Every launch is asynchronous: the runtime holds its inputs
+// and outputs until the plugin is done with them.
+#include <string>
+
+#include "lazy/batch.h"
+#include "lazy/modes.h"
+#include "lazy/runtime.h"
+#include "pjrt/pjrt.h"
+
+namespace tpu::lazy {
+
+namespace {
+
+// The event after which a launched program is done with its buffers: the
+// definition of its last output, or its completion event when it has no
+// outputs. Until then the runtime holds the program's inputs and outputs
+// (Runtime::AddPending), the later of the two events, so that no plugin's
+// ordering of completion and definition matters. Outputs are held too, so
+// that a temporary the caller drops at once is not destroyed before it is
+// written.
+std::unique_ptr<pjrt::Event> DoneWithBuffers(std::unique_ptr<pjrt::Event> done,
+                                             const std::vector<std::unique_ptr<pjrt::Buffer>>& outs) {
+  return outs.empty() ? std::move(done) : outs.back()->ReadyEvent();
+}
+
+// "aten::mul.Tensor at train.py:12" for one op; for a batch, its ops with
+// their lines (the first few distinct ones).
+std::string Issued(const std::vector<std::shared_ptr<PendingOp>>& batch) {
+  std::string out;
+  int shown = 0;
+  std::string last;
+  for (const auto& p : batch) {
+    std::string one = std::string(p->op.name) + (p->where ? " at " + *p->where : "");
+    if (one == last) continue;
+    last = one;
+    if (shown == 6) {
+      out += ", ...";
+      break;
+    }
+    out += (shown++ ? ", " : "") + one;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* capture) {
+  const std::string& name = prog.name;
+  auto& params = prog.params;
+  auto& param_nodes = prog.param_nodes;
+  auto& live = prog.live;
+  auto& offsets = prog.offsets;
+  const size_t num_sizes = prog.num_sizes;
+  std::shared_ptr<pjrt::Executable> exe;
+  try {
+    exe = GetExecutable(prog.key, prog.name, [&] { return prog.Print(batch); }, prog.quick);
+  } catch (const std::exception& e) {
+    const std::string msg = std::string(e.what()) + "\n(issued by: " + Issued(batch) + ")";
+    FailAll(prog.live, msg);
+    throw std::runtime_error(msg);
+  }
+  Runtime& rt = Runtime::Get();
+  std::vector<PJRT_Buffer*> args;
+  for (const BufferNode* p : params) args.push_back(p->buffer()->raw());
+  std::vector<NodePtr> offset_nodes;  // keep the scalars alive over the call
+  for (int64_t off : offsets) {
+    offset_nodes.push_back(Scalar(&off, ir::DType::S64));
+    args.push_back(offset_nodes.back()->buffer()->raw());
+  }
+  for (size_t i = 0; i < num_sizes; ++i) {
+    offset_nodes.push_back(Scalar(&capture->sizes[i], ir::DType::S32));
+    args.push_back(offset_nodes.back()->buffer()->raw());
+  }
+  std::unique_ptr<pjrt::Event> done;
+  std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
+  try {
+    bufs = exe->Execute(args, {}, &done);
+  } catch (const std::exception& e) {
+    const std::string msg = "tpu: running " + name + " (issued by: " + Issued(batch) + ") failed: " + e.what();
+    FailAll(prog.live, msg);
+    throw std::runtime_error(msg);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.launches;
+  }
+  done = DoneWithBuffers(std::move(done), bufs);
+  std::vector<std::shared_ptr<const void>> hold(param_nodes.begin(), param_nodes.end());
+  hold.insert(hold.end(), offset_nodes.begin(), offset_nodes.end());
+  for (size_t i = 0; i < live.size(); ++i) {
+    live[i]->buffer_ = rt.Track(std::move(bufs[i]));
+    live[i]->producer_.reset();
+    hold.push_back(live[i]->buffer_);
+  }
+  if (done) rt.AddPending(std::move(done), std::move(hold));
+  if (capture) {
+    capture->exe = exe;
+    capture->name = name;
+    capture->args = std::move(param_nodes);
+    capture->args.insert(capture->args.end(), offset_nodes.begin(), offset_nodes.end());
+    capture->size_args = static_cast<int>(capture->args.size() - num_sizes);
+    capture->results = std::move(live);
+    capture->rng.clear();
+    for (auto& [weak, refresh] : rng_nodes_) {
+      NodePtr n = weak.lock();
+      for (size_t i = 0; n && i < capture->args.size(); ++i)
+        if (capture->args[i] == n) capture->rng.emplace_back(static_cast<int>(i), refresh);
+    }
+  }}
+
+std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodePtr>& args) {
+  std::vector<NodePtr> results;
+  if (!c.exe) return results;
+  std::vector<PJRT_Buffer*> raw;
+  raw.reserve(args.size());
+  for (const NodePtr& a : args) {
+    Materialize(a);
+    raw.push_back(a->buffer()->raw());
+  }
+  Runtime& rt = Runtime::Get();
+  std::unique_ptr<pjrt::Event> done;
+  std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
+  try {
+    bufs = c.exe->Execute(raw, {}, &done);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("tpu: running " + c.name + " failed: " + e.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.launches;
+  }
+  done = DoneWithBuffers(std::move(done), bufs);
+  std::vector<std::shared_ptr<const void>> hold(args.begin(), args.end());
+  results.reserve(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    results.push_back(std::make_shared<BufferNode>(c.results[i]->type(), rt.Track(std::move(bufs[i])), c.name));
+    hold.push_back(results.back()->buffer_);
+  }
+  if (done) rt.AddPending(std::move(done), std::move(hold));
+  if (CurrentMode() == EagerMode::kDeferNeverLaunchBlocking) {
+    for (const NodePtr& n : results) {
+      try {
+        n->buffer_->ReadyEvent()->Await();
+      } catch (const pjrt::Error& e) {
+        throw std::runtime_error("tpu: " + c.name + " failed: " + e.what());
+      }
+    }
+  }
+  return results;
+}
+
+NodePtr Executor::Upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
+                         const std::vector<int64_t>& byte_strides) {
+  Runtime& rt = Runtime::Get();
+  auto buf = rt.client().BufferFromHost(data, ToPjrt(dtype), dims, byte_strides);
+  return std::make_shared<BufferNode>(ir::TensorType{dtype, dims}, rt.Track(std::move(buf)),
+                                      "host-to-device copy");
+}
+
+NodePtr Executor::Scalar(const void* bits, ir::DType dtype) {
+  const size_t n = ItemSize(dtype);
+  std::string key(reinterpret_cast<const char*>(bits), n);
+  key += static_cast<char>(dtype);
+  {
+    std::lock_guard<std::mutex> lock(scalar_mu_);
+    auto it = scalars_.find(key);
+    if (it != scalars_.end()) return it->second;
+  }
+  NodePtr node = Upload(bits, dtype, {});
+  std::lock_guard<std::mutex> lock(scalar_mu_);
+  if (scalars_.size() > 4096) scalars_.clear();
+  scalars_.emplace(key, node);
+  return node;
+}
+
+}  // namespace tpu::lazy

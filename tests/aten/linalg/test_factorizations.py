@@ -1,0 +1,155 @@
+"""Factorizations and solves on tpu against CPU: LU, det/slogdet/inv/solve,
+Cholesky and triangular solves, SVD, eigh, QR, Householder products, lstsq."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from _compare import compare_grad
+
+TPU = torch.device("tpu")
+
+
+# ---------------------------------------------------------------- ctc_loss --
+
+def _well_conditioned(*shape):
+    a = torch.randn(*shape)
+    return a + shape[-1] * torch.eye(shape[-1])
+
+
+def _spd(*shape):
+    a = torch.randn(*shape)
+    return a @ a.mT + shape[-1] * torch.eye(shape[-1])
+
+
+def test_lu_family(highest_matmul_precision):
+    A = torch.randn(3, 5, 5)
+    compare_grad(lambda a: torch.linalg.lu_factor(a)[0], A, atol=1e-4, rtol=1e-4)
+    LU, piv = torch.linalg.lu_factor(A)
+    assert_close(torch.linalg.lu_factor(A.to(TPU))[1].cpu(), piv)
+    compare_grad(lambda a: torch.linalg.lu(a)[1], torch.randn(4, 6), atol=1e-4, rtol=1e-4)
+    compare_grad(lambda a: torch.linalg.lu(a)[2], torch.randn(6, 4), atol=1e-4, rtol=1e-4)
+    P, L, U = torch.linalg.lu(A.to(TPU))
+    assert_close((P @ L @ U).cpu(), A, atol=1e-4, rtol=1e-4)
+    LU, piv = torch.linalg.lu_factor(_well_conditioned(3, 5, 5))
+    B = torch.randn(3, 5, 2)
+    for left in [True, False]:
+        for adjoint in [False, True]:
+            rhs = B if left else B.mT
+            compare_grad(lambda lu, b: torch.linalg.lu_solve(lu, piv.to(lu.device), b, left=left,
+                                                             adjoint=adjoint), LU, rhs,
+                         atol=1e-3, rtol=1e-3)
+
+
+def test_det_slogdet_inv_solve(highest_matmul_precision):
+    A = _well_conditioned(2, 4, 4)
+    compare_grad(torch.linalg.det, A, atol=1e-3, rtol=1e-4)
+    compare_grad(lambda a: torch.linalg.slogdet(a)[1], A, atol=1e-4, rtol=1e-4)
+    compare_grad(lambda a: torch.linalg.slogdet(a)[0], A)
+    compare_grad(torch.linalg.inv, A, atol=1e-4, rtol=1e-4)
+    compare_grad(torch.linalg.solve, A, torch.randn(2, 4, 3), atol=1e-4, rtol=1e-4)
+    compare_grad(torch.linalg.solve, A, torch.randn(2, 4), atol=1e-4, rtol=1e-4)  # vectors
+    compare_grad(lambda a, b: torch.linalg.solve(a, b, left=False), A, torch.randn(3, 4),
+                 atol=1e-4, rtol=1e-4)
+    # a singular matrix: det 0, info > 0
+    S = torch.ones(3, 3)
+    assert torch.linalg.det(S.to(TPU)).item() == 0
+    assert torch.linalg.lu_factor_ex(S.to(TPU)).info.item() == torch.linalg.lu_factor_ex(S).info.item()
+
+
+def test_cholesky_and_triangular(highest_matmul_precision):
+    A = _spd(3, 4, 4)
+    for upper in [False, True]:
+        compare_grad(lambda a: torch.linalg.cholesky(a, upper=upper), A, atol=1e-4, rtol=1e-4)
+    L = torch.linalg.cholesky(A)
+    compare_grad(lambda l, b: torch.cholesky_solve(b, l), L, torch.randn(3, 4, 2), atol=1e-4,
+                 rtol=1e-4)
+    compare_grad(torch.cholesky_inverse, L[0], atol=1e-4, rtol=1e-4)
+    info = torch.linalg.cholesky_ex(-A.to(TPU)).info
+    assert (info.cpu() > 0).all()
+    T = torch.randn(4, 4).triu() + 4 * torch.eye(4)
+    B = torch.randn(2, 4, 3)
+    for left in [True, False]:
+        for unit in [False, True]:
+            rhs = B if left else B.mT
+            compare_grad(lambda t, b: torch.linalg.solve_triangular(t, b, upper=True, left=left,
+                                                                    unitriangular=unit), T, rhs,
+                         atol=1e-4, rtol=1e-4)
+    compare_grad(lambda b, t: torch.triangular_solve(b, t, upper=False, transpose=True)[0],
+                 torch.randn(4, 2), T.mT, atol=1e-4, rtol=1e-4)
+
+
+# --------------------------------------------------------------- special --
+
+def _gauge_free_svd(u, s, vh):
+    # U diag(S) Vh and |U|, |Vh| do not depend on the signs LAPACK picks
+    return (u * s.unsqueeze(-2)) @ vh, u.abs(), vh.abs()
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (6, 3), (2, 3, 7)])
+def test_svd(shape, highest_matmul_precision):
+    A = torch.randn(*shape)
+    compare_grad(torch.linalg.svdvals, A, atol=1e-4, rtol=1e-4)
+    uc, sc, vhc = torch.linalg.svd(A, full_matrices=False)
+    ut, st, vht = (t.cpu() for t in torch.linalg.svd(A.to(TPU), full_matrices=False))
+    for c, t in zip(_gauge_free_svd(uc, sc, vhc), _gauge_free_svd(ut, st, vht)):
+        assert_close(t, c, atol=1e-4, rtol=1e-4)
+    compare_grad(torch.linalg.pinv, A, atol=1e-4, rtol=1e-4)
+    compare_grad(lambda a: torch.linalg.matrix_norm(a, "nuc"), A, atol=1e-4, rtol=1e-4)
+    assert torch.linalg.matrix_rank(torch.ones(4, 4, device=TPU)).item() == 1
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh(uplo, highest_matmul_precision):
+    A = torch.randn(3, 5, 5)
+    compare_grad(lambda a: torch.linalg.eigvalsh(a, UPLO=uplo), A, atol=1e-4, rtol=1e-4)
+    S = A + A.mT
+    wc, vc = torch.linalg.eigh(S)
+    wt, vt = (t.cpu() for t in torch.linalg.eigh(S.to(TPU)))
+    assert_close(wt, wc, atol=1e-4, rtol=1e-4)
+    assert_close(vt.abs(), vc.abs(), atol=1e-4, rtol=1e-4)
+    assert_close((vt * wt.unsqueeze(-2)) @ vt.mT, S, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (6, 3), (2, 3, 5)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(shape, mode, highest_matmul_precision):
+    A = torch.randn(*shape)
+    if mode == "r":
+        assert_close(torch.linalg.qr(A.to(TPU), mode="r")[1].cpu(), torch.linalg.qr(A, mode="r")[1],
+                     atol=1e-4, rtol=1e-4)
+        return
+    if mode == "complete" and shape[-2] > shape[-1]:  # Q's extra columns have no gradient
+        qc, rc = torch.linalg.qr(A, mode=mode)
+        qt, rt = torch.linalg.qr(A.to(TPU), mode=mode)
+        assert_close(qt.cpu(), qc, atol=1e-4, rtol=1e-4)
+        assert_close(rt.cpu(), rc, atol=1e-4, rtol=1e-4)
+        return
+    compare_grad(lambda a: torch.linalg.qr(a, mode=mode), A, atol=1e-4, rtol=1e-4)
+
+
+def test_geqrf_householder_ormqr(highest_matmul_precision):
+    A = torch.randn(6, 4)
+    ac, tc = torch.geqrf(A)
+    at_, tt = torch.geqrf(A.to(TPU))
+    assert_close(at_.cpu(), ac, atol=1e-4, rtol=1e-4)
+    assert_close(tt.cpu(), tc, atol=1e-4, rtol=1e-4)
+    compare_grad(torch.linalg.householder_product, ac, tc, atol=1e-4, rtol=1e-4)
+    C = torch.randn(6, 3)
+    for left, transpose in [(True, False), (True, True), (False, False)]:
+        c = C if left else C.mT
+        compare_grad(lambda a, t, cc: torch.ormqr(a, t, cc, left=left, transpose=transpose),
+                     ac, tc, c, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq(driver, highest_matmul_precision):
+    A, B = torch.randn(2, 6, 4), torch.randn(2, 6, 3)
+    sc = torch.linalg.lstsq(A, B, driver=driver)
+    st = torch.linalg.lstsq(A.to(TPU), B.to(TPU), driver=driver)
+    for c, t in zip(sc, st):
+        assert t.shape == c.shape and t.dtype == c.dtype, (t.shape, c.shape)
+        assert_close(t.cpu(), c, atol=1e-4, rtol=1e-4)
+    compare_grad(lambda a, b: torch.linalg.lstsq(a, b, driver=driver).solution, A, B, atol=1e-4,
+                 rtol=1e-4)

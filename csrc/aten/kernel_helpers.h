@@ -14,6 +14,15 @@
 
 namespace tpu::ops {
 
+// The names every kernel file uses: ATen's tensor, the IR builder's
+// types, and a lowering's value and type lists.
+using at::Tensor;
+using ir::Builder;
+using ir::DType;
+using ir::Value;
+using VS = std::vector<Value>;
+using TT = std::vector<ir::TensorType>;
+
 // Whether an optional tensor argument is given (present and defined).
 inline bool Has(const std::optional<at::Tensor>& t) { return t.has_value() && t->defined(); }
 

@@ -154,8 +154,8 @@ def test_mode_mapping_and_override_is_thread_local():
 
 
 def test_explicit_slow_precision_warns_once(monkeypatch):
-    from torch_tpu import tpu as tpu_mod
-    monkeypatch.setattr(tpu_mod, "_warned_slow_precision", False)
+    from torch_tpu.tpu import _precision
+    monkeypatch.setattr(_precision, "_warned_slow_precision", False)
     with pytest.warns(UserWarning, match="bf16 passes"):
         with torch_tpu.precision(Precision.HIGHEST):
             pass

@@ -17,11 +17,10 @@
 #include <limits>
 #include <tuple>
 
+#include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
 
 namespace tpu::ops {
-
-using at::Tensor;
 
 namespace {
 

@@ -16,13 +16,6 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
-
 namespace {
 
 // Attrs: ints = (nd, input sizes[nd], kernel[nd], output sizes[nd], sample

@@ -12,16 +12,11 @@
 #include "ir/ops.h"
 #include "lazy/modes.h"
 #include "lazy/where.h"
+#include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
 #include "aten/formula.h"
 
 namespace tpu::ops {
-
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
 
 namespace {
 

@@ -49,13 +49,6 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
-
 namespace {
 
 Value I64(Builder& b, int64_t v, const ir::Dims& d) { return ir::Full(b, ir::ConstantI(b, v, DType::S64), d); }

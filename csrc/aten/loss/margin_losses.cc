@@ -22,11 +22,10 @@
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
+#include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
 
 namespace tpu::ops {
-
-using at::Tensor;
 
 namespace {
 

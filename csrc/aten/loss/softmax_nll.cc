@@ -2,17 +2,11 @@
 #include <torch/library.h>
 
 #include "ir/ops.h"
+#include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
 #include "aten/indexing/index_checks.h"
 
 namespace tpu::ops {
-
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
 
 namespace {
 

@@ -7,16 +7,10 @@
 #include <torch/library.h>
 
 #include "ir/ops.h"
+#include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
 
 namespace tpu::ops {
-
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
 
 namespace {
 

@@ -20,13 +20,6 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
-
 namespace {
 
 // ---- angle of real inputs: pi where negative, 0 elsewhere, NaN kept ----

@@ -1,24 +1,25 @@
 // Elementwise ops: broadcasting, PyTorch type promotion, and one lowering
-// per op; the functional, in-place and out= forms share it.
+// per op; the functional, in-place and out= forms share it. Also rsub
+// with a tensor (other - alpha * self).
 #include <ATen/ExpandUtils.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
 #include <cmath>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/sub.h>
 
 #include "ir/ops.h"
 #include "aten/tensor_bridge.h"
 #include "aten/pointwise/pointwise.h"
+#include "aten/pointwise/complex.h"
+#include "aten/kernel_helpers.h"
+#include "aten/indexing/index_checks.h"
+#include "aten/formula.h"
+#include "aten/loops.h"
 
 namespace tpu::ops {
-
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
 
 void CheckInplace(const char* op, const Tensor& self, const ElementwiseMeta& m) {
   TORCH_CHECK(self.sizes().vec() == m.sizes, "output with shape ", self.sizes(),
@@ -664,6 +665,13 @@ Tensor& fill__tensor(Tensor& self, const Tensor& v) {
 }
 Tensor& zero_(Tensor& self) { return fill__scalar(self, 0); }
 
+
+// ---- rsub ----
+
+Tensor rsub_tensor_tpu(const Tensor& self, const Tensor& other, const c10::Scalar& alpha) {
+  return at::sub(other, self, alpha);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -788,6 +796,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill__scalar));
   m.impl("fill_.Tensor", TORCH_FN(fill__tensor));
   m.impl("zero_", TORCH_FN(zero_));
+  m.impl("rsub.Tensor", TORCH_FN(rsub_tensor_tpu));
 }
 
 }  // namespace tpu::ops

@@ -8,19 +8,13 @@
 #include <cmath>
 
 #include "ir/ops.h"
+#include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
 #include "aten/pointwise/complex.h"
 #include "aten/formula.h"
 #include "aten/pointwise/pointwise.h"
 
 namespace tpu::ops {
-
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
 
 namespace {
 

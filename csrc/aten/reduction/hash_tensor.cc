@@ -16,13 +16,6 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
-
 namespace {
 
 // ---- hash_tensor (mode 0): XOR of the elements' 64-bit patterns (floats

@@ -31,13 +31,6 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
-
 namespace {
 
 // ---- segment_reduce along `axis` with 1-d lengths or offsets: each

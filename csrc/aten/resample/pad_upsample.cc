@@ -31,13 +31,7 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
 using ir::Dims;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
 
 namespace {
 

@@ -19,13 +19,6 @@
 
 namespace tpu::ops {
 
-using at::Tensor;
-using ir::Builder;
-using ir::DType;
-using ir::Value;
-using VS = std::vector<Value>;
-using TT = std::vector<ir::TensorType>;
-
 namespace {
 
 // ---- unfold_backward: the windows added back at their positions ----

@@ -27,6 +27,11 @@ def _ctc_inputs(T=12, N=4, C=6, S=5, concat=False, zero_len=False, impossible=Fa
         tl[min(2, N - 1)] = 0
     if impossible:
         tl[0] = 3
+    # Every other sample has an alignment: a target with r adjacent repeats
+    # needs at least length + r input frames (a blank between repeats).
+    for i in range(1 if impossible else 0, N):
+        t = targets[i, :tl[i]]
+        il[i] = min(T, max(int(il[i]), int(tl[i]) + int((t[1:] == t[:-1]).sum())))
     if concat:
         targets = torch.cat([targets[i, :tl[i]] for i in range(N)])
     return lp, targets, il, tl

@@ -37,7 +37,7 @@ def test_xla_engine_runs_every_collective_single_process(mode):
     # The XLA engine's data path (tensor -> program on the plugin -> tensor,
     # list forms, uneven all_to_all, Work) on a one-process group: the CPU
     # plugin runs no collective across processes (the programs themselves
-    # are checked on several devices by tests/dist/test_dist_lowering.py).
+    # are checked on several devices by tests/distributed/test_dist_lowering.py).
     env = dict(TORCH_TPU_DIST_ENGINE="xla", **MODE_ENV[mode])
     out = torchrun("collectives.py", 1, env)
     assert "collectives ok (xla engine)" in out

@@ -175,6 +175,27 @@ Value Convert(Builder& b, Value x, DType to) {
     Value zero = Full(b, ConstantI(b, 0, t.dtype), t.dims);
     return Compare(b, x, zero, Cmp::NE);
   }
+  if (IsFloat(t.dtype) && IsInteger(to) && to != DType::U64) {
+    // Floating to integer as PyTorch's CPU kernels convert on x86 (a C++
+    // cast compiled to cvttss2si / cvttsd2si): through int32 (int64 for
+    // 64-bit and uint32 targets), where NaN and values outside that range
+    // become its lowest value, then narrowed by truncation (wrapping).
+    // XLA's convert saturates, so -2.5 -> uint8 would be 0 rather than 254.
+    const bool wide = to == DType::S64 || to == DType::U32;
+    const DType mid = wide ? DType::S64 : DType::S32;
+    const double lim = wide ? 9223372036854775808.0 : 2147483648.0;
+    Value v = b.Op1("stablehlo.convert", {x}, TensorType{mid, t.dims});
+    if (!IsFloat8(t.dtype)) {  // float8 values (and NaN there) all fit in int32
+      Value in_range = Binary(
+          b, "stablehlo.and",
+          Compare(b, x, Full(b, ConstantF(b, -lim, t.dtype), t.dims), Cmp::GE),
+          Compare(b, x, Full(b, ConstantF(b, lim, t.dtype), t.dims), Cmp::LT));
+      Value lowest = Full(b, ConstantI(b, wide ? std::numeric_limits<int64_t>::min()
+                                               : std::numeric_limits<int32_t>::min(), mid), t.dims);
+      v = Select(b, in_range, v, lowest);
+    }
+    return to == mid ? v : b.Op1("stablehlo.convert", {v}, TensorType{to, t.dims});
+  }
   return b.Op1("stablehlo.convert", {x}, TensorType{to, t.dims});
 }
 

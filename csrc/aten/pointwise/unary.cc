@@ -70,6 +70,18 @@ Value Sign(Builder& b, Value x) {
   Value neg = ir::Convert(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::LT), t.dtype);
   return ir::Binary(b, "stablehlo.subtract", pos, neg);
 }
+// sgn: sign for real inputs; z / |z| for complex ones (0 at 0), as CPU.
+Value Sgn(Builder& b, Value x) {
+  const ir::TensorType t = b.type(x);
+  if (!ir::IsComplex(t.dtype)) return Sign(b, x);
+  const DType rt = t.dtype == DType::C64 ? DType::F32 : DType::F64;
+  Value mag = b.Op1("stablehlo.abs", {x}, ir::TensorType{rt, t.dims});
+  Value zero_r = ir::Full(b, ir::ConstantF(b, 0.0, rt), t.dims);
+  Value is_zero = ir::Compare(b, mag, zero_r, ir::Cmp::EQ);
+  Value denom = b.Op1("stablehlo.complex", {mag, zero_r}, t);
+  Value zero_c = b.Op1("stablehlo.complex", {zero_r, zero_r}, t);
+  return ir::Select(b, is_zero, zero_c, ir::Binary(b, "stablehlo.divide", x, denom));
+}
 Value Relu(Builder& b, Value x) {
   if (b.type(x).dtype == DType::PRED) return x;
   return ir::Binary(b, "stablehlo.maximum", x, C(b, 0, x));
@@ -256,7 +268,7 @@ TPU_UNARY(kSign, "aten::sign", Sign, false)
 TPU_UNARY(kRelu, "aten::relu", Relu, false)
 TPU_UNARY(kSilu, "aten::silu", Silu, false)
 TPU_UNARY(kBitNot, "aten::bitwise_not", BitNot, false)
-TPU_UNARY(kSgn, "aten::sgn", Sign, false)
+TPU_UNARY(kSgn, "aten::sgn", Sgn, false)
 TPU_UNARY(kTan, "aten::tan", Tan, true)
 TPU_UNARY(kAtan, "aten::atan", Atan, true)
 TPU_UNARY(kAsin, "aten::asin", Asin, true)

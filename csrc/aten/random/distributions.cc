@@ -10,6 +10,8 @@
 #include <ATen/ops/log.h>
 #include <ATen/ops/log1p.h>
 #include <ATen/ops/lt.h>
+#include <ATen/ops/min.h>
+#include <ATen/ops/ge.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/rsub.h>
@@ -21,6 +23,7 @@
 #include <cmath>
 
 #include "ir/ops.h"
+#include "lazy/executor.h"
 #include "aten/tensor_bridge.h"
 #include "aten/pointwise/complex.h"
 #include "aten/kernel_helpers.h"
@@ -66,6 +69,14 @@ Tensor& log_normal__tpu(Tensor& self, double mean, double std, std::optional<at:
   return self.copy_(at::exp(z));
 }
 
+// As CPU and CUDA: a host read of min(std) (not while a graph is captured,
+// where it would end the capture).
+void CheckStd(const Tensor& std) {
+  TORCH_CHECK(!std.is_complex(), "normal expects standard deviation to be non-complex");
+  if (std.numel() == 0 || lazy::Executor::Get().capturing()) return;
+  TORCH_CHECK(at::min(std).ge(0).item<bool>(), "normal expects all elements of std >= 0.0");
+}
+
 Tensor NormalOf(const Tensor& mean, const Tensor& std, std::optional<at::Generator> gen) {
   auto shape = at::infer_size(mean.sizes(), std.sizes());
   auto dt = at::result_type(mean, std);
@@ -74,6 +85,7 @@ Tensor NormalOf(const Tensor& mean, const Tensor& std, std::optional<at::Generat
   return at::add(at::mul(z, std), mean);
 }
 Tensor normal_tt_tpu(const Tensor& mean, const Tensor& std, std::optional<at::Generator> gen) {
+  CheckStd(std);
   return NormalOf(mean, std, gen);
 }
 Tensor normal_tf_tpu(const Tensor& mean, double std, std::optional<at::Generator> gen) {
@@ -81,6 +93,7 @@ Tensor normal_tf_tpu(const Tensor& mean, double std, std::optional<at::Generator
   return NormalOf(mean, at::full({}, std, TpuOptions(mean.scalar_type())), gen);
 }
 Tensor normal_ft_tpu(double mean, const Tensor& std, std::optional<at::Generator> gen) {
+  CheckStd(std);
   return NormalOf(at::full({}, mean, TpuOptions(std.scalar_type())), std, gen);
 }
 Tensor& normal_tt_out_tpu(const Tensor& mean, const Tensor& std, std::optional<at::Generator> gen,

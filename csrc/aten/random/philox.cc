@@ -111,56 +111,213 @@ Tensor& Random(Tensor& self, bool normal, double a, double b,
   return self;
 }
 
-// Integers uniform in [from, to): floor(from + u * (to - from)) with u an
-// f64 uniform, exact for ranges below 2^53.
+// random_: integers uniform in [from, from + range), as CPU draws them:
+// from + (r mod range) in 64-bit unsigned arithmetic with r a 64-bit
+// random word (range 0 stands for 2^64: every int64), then converted to the
+// tensor's dtype (rounding to nearest for floating types). ins = (state,
+// from as s64, range as the bits of a u64 in an s64).
 VS LowerRandomInt(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
   const ir::TensorType& o = out[0];
   const int64_t n = o.numel();
-  Value u = Uniform01(b, in[0], n, DType::F64);
-  Value lo = Bcast(b, in[1], DType::F64, {n});
-  Value width = ir::Binary(b, "stablehlo.subtract", Bcast(b, in[2], DType::F64, {n}), lo);
-  Value r = ir::Unary(b, "stablehlo.floor",
-                      ir::Binary(b, "stablehlo.add", lo, ir::Binary(b, "stablehlo.multiply", u, width)));
-  return {ir::Reshape(b, ir::Convert(b, r, o.dtype), o.dims)};
+  auto r = b.Op("stablehlo.rng_bit_generator", {in[0]},
+                {b.type(in[0]), ir::TensorType{DType::U64, {n}}},
+                {{"rng_algorithm", "#stablehlo<rng_algorithm PHILOX>"}});
+  Value bits = r[1];
+  auto as_u64 = [&](Value v) {
+    return b.Op1("stablehlo.bitcast_convert", {v}, ir::TensorType{DType::U64, {}});
+  };
+  Value range = ir::Full(b, as_u64(in[2]), {n});
+  Value zero = ir::Full(b, ir::ConstantI(b, 0, DType::U64), {n});
+  Value full = ir::Compare(b, range, zero, ir::Cmp::EQ);
+  // The divisor of the unused branch is 1, never 0.
+  Value safe = ir::Select(b, full, ir::Full(b, ir::ConstantI(b, 1, DType::U64), {n}), range);
+  Value off = ir::Select(b, full, bits, ir::Binary(b, "stablehlo.remainder", bits, safe));
+  Value v = ir::Binary(b, "stablehlo.add", ir::Full(b, as_u64(in[1]), {n}), off);
+  Value s64 = b.Op1("stablehlo.bitcast_convert", {v}, ir::TensorType{DType::S64, {n}});
+  Value res = o.dtype == DType::PRED
+                  ? ir::Compare(b, s64, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {n}), ir::Cmp::NE)
+                  : ir::Convert(b, s64, o.dtype);
+  return {ir::Reshape(b, res, o.dims)};
 }
 constexpr lazy::Lowering kRandomInt{"aten::random_", &LowerRandomInt};
 
-Tensor& random_from(Tensor& self, int64_t from, std::optional<int64_t> to,
-                    std::optional<at::Generator> gen) {
-  CheckTpu("random_", self, "self");
-  int64_t hi;
-  if (to.has_value()) {
-    hi = *to;
-  } else {
-    // to=None: up to the dtype's largest value (+1), as on CPU.
-    hi = self.scalar_type() == at::kBool ? 2
-         : at::isFloatingType(self.scalar_type())
-             ? (int64_t{1} << std::numeric_limits<float>::digits)
-             : c10::Scalar(std::numeric_limits<int64_t>::max()).toLong();
-    if (at::isIntegralType(self.scalar_type(), false)) {
-      AT_DISPATCH_INTEGRAL_TYPES(self.scalar_type(), "random_", [&] {
-        hi = static_cast<int64_t>(std::numeric_limits<scalar_t>::max());
-      });
-    }
+// The integer bounds of a dtype for random_'s range checks ([lowest, max],
+// as int64; floating types: their finite range, clipped to int64).
+std::pair<double, double> RandomBounds(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return {0, 1};
+    case at::kByte: return {0, 255};
+    case at::kChar: return {-128, 127};
+    case at::kShort: return {-32768, 32767};
+    case at::kInt: return {-2147483648.0, 2147483647.0};
+    case at::kLong: return {-9223372036854775808.0, 9223372036854775807.0};
+    case at::kUInt16: return {0, 65535};
+    case at::kUInt32: return {0, 4294967295.0};
+    case at::kUInt64: return {0, 9223372036854775807.0};
+    case at::kHalf: return {-65504.0, 65504.0};
+    case at::kBFloat16: return {-static_cast<double>(std::numeric_limits<c10::BFloat16>::max()),
+                                static_cast<double>(std::numeric_limits<c10::BFloat16>::max())};
+    case at::kFloat: return {-static_cast<double>(std::numeric_limits<float>::max()),
+                             static_cast<double>(std::numeric_limits<float>::max())};
+    case at::kDouble: return {std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max()};
+    default:
+      TORCH_CHECK(false, "random_ handles only integral, floating-point and boolean types, got ", t);
   }
-  TORCH_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
-              " >= to=", hi);
+}
+int64_t IntMax(at::ScalarType t) {
+  if (t == at::kUInt64) return std::numeric_limits<int64_t>::max();
+  const double hi = RandomBounds(t).second;
+  return hi >= 9.2e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
+}
+int Digits(at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return std::numeric_limits<c10::Half>::digits;
+    case at::kBFloat16: return std::numeric_limits<c10::BFloat16>::digits;
+    case at::kFloat: return std::numeric_limits<float>::digits;
+    default: return std::numeric_limits<double>::digits;
+  }
+}
+
+// `v` as `t` and back to int64 (the value a floating tensor would hold).
+template <typename F>
+int64_t RoundTrip(int64_t v, F to) {
+  const double d = static_cast<double>(to(v));
+  if (d >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (d <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
+}
+int64_t AsFloatType(int64_t v, at::ScalarType t) {
+  switch (t) {
+    case at::kHalf: return RoundTrip(v, [](int64_t x) { return static_cast<float>(c10::Half(static_cast<float>(x))); });
+    case at::kBFloat16: return RoundTrip(v, [](int64_t x) { return static_cast<float>(c10::BFloat16(static_cast<float>(x))); });
+    case at::kFloat: return RoundTrip(v, [](int64_t x) { return static_cast<float>(x); });
+    default: return RoundTrip(v, [](int64_t x) { return static_cast<double>(x); });
+  }
+}
+// CPU's update_from / update_to: a bound that the dtype would round past
+// is moved to the nearest representable value inside the range.
+int64_t UpdateFrom(int64_t from, at::ScalarType t) {
+  const int64_t from_plus_1 = AsFloatType(from + 1, t);
+  if (from_plus_1 < from) {
+    int64_t a = std::abs(from + 1);
+    int n = 0;
+    while (a >>= 1) ++n;
+    from = from_plus_1 + (int64_t{1} << (n - Digits(t) + 1));
+  }
+  return from;
+}
+int64_t UpdateTo(int64_t to, at::ScalarType t) {
+  const int64_t to_minus_1 = AsFloatType(to - 1, t);
+  if (to_minus_1 >= to) {
+    int64_t a = std::abs(to - 1);
+    int n = 0;
+    while (a >>= 1) ++n;
+    to = to_minus_1 - (int64_t{1} << (n - Digits(t) + 1));
+  }
+  return to;
+}
+
+void CheckFromToInRange(int64_t from, int64_t to_inc, const Tensor& self) {
+  const auto t = self.scalar_type();
+  const auto [lo, hi] = RandomBounds(t);
+  const auto name = self.dtype().name();
+  TORCH_CHECK(static_cast<double>(from) >= lo && static_cast<double>(from) <= hi,
+              "from is out of bounds for ", name);
+  TORCH_CHECK(static_cast<double>(to_inc) >= lo && static_cast<double>(to_inc) <= hi,
+              "to - 1 is out of bounds for ", name);
+  if (at::isFloatingType(t)) {
+    const int d = Digits(t);
+    const int64_t lim = int64_t{1} << d;
+    auto warn = [&](int64_t v, const char* what) {
+      if (v < -lim || v > lim) {
+        TORCH_WARN(what, " is out of bounds [-(2^", d, "), 2^", d, "]. ",
+                   "Due to precision limitations ", name,
+                   " can support discrete uniform distribution only within this range. ",
+                   "This warning will become an error in version 1.7 release, please fix the code in advance");
+      }
+    };
+    warn(from, "from");
+    warn(to_inc, "to - 1");
+  }
+}
+
+// Fills `self` with from + (r mod range); range 0 = 2^64.
+Tensor& RandomRange(Tensor& self, int64_t from, uint64_t range,
+                    const std::optional<at::Generator>& gen) {
   if (self.numel() == 0) return self;
+  TORCH_CHECK(!self.is_complex(), "random_ is not implemented for complex tensors (", self.scalar_type(), ")");
   RunInto(kRandomInt, {},
           {StateOperand(gen, static_cast<uint64_t>(self.numel()) * 2),
-           ScalarOperand(static_cast<double>(from), at::kDouble),
-           ScalarOperand(static_cast<double>(hi), at::kDouble)},
+           ScalarOperand(from, at::kLong),
+           ScalarOperand(static_cast<int64_t>(range), at::kLong)},
           {TypeOf(self.sizes(), self.scalar_type())}, {self});
   return self;
 }
+
+Tensor& random_from(Tensor& self, int64_t from, std::optional<int64_t> to_opt,
+                    std::optional<at::Generator> gen) {
+  CheckTpu("random_", self, "self");
+  const auto t = self.scalar_type();
+  const bool fp = at::isFloatingType(t);
+  if (to_opt.has_value()) {
+    int64_t to = *to_opt;
+    TORCH_CHECK(from < to, "random_ expects 'from' to be less than 'to', but got from=", from,
+                " >= to=", to);
+    if (fp) {
+      from = UpdateFrom(from, t);
+      to = UpdateTo(to, t);
+      TORCH_CHECK(from < to,
+                  "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got from=",
+                  from, " >= to=", to);
+    }
+    CheckFromToInRange(from, to - 1, self);
+    return RandomRange(self, from, static_cast<uint64_t>(to) - static_cast<uint64_t>(from), gen);
+  }
+  if (from == std::numeric_limits<int64_t>::lowest()) return RandomRange(self, from, 0, gen);
+  // [from, the dtype's largest value] (floating types: 2^digits).
+  int64_t to_inc;
+  if (fp) {
+    to_inc = Digits(t) >= 63 ? std::numeric_limits<int64_t>::max() : int64_t{1} << Digits(t);
+    from = UpdateFrom(from, t);
+    TORCH_CHECK(from < to_inc,
+                "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' casted to dtype, but got from=",
+                from, " > to_inc=", to_inc);
+  } else {
+    TORCH_CHECK(at::isIntegralType(t, /*includeBool=*/true),
+                "random_from_to_impl handles only integral, floating-point and boolean types");
+    to_inc = IntMax(t);
+  }
+  CheckFromToInRange(from, to_inc, self);
+  return RandomRange(self, from, static_cast<uint64_t>(to_inc) - static_cast<uint64_t>(from) + 1, gen);
+}
 Tensor& random_to(Tensor& self, int64_t to, std::optional<at::Generator> gen) {
   return random_from(self, 0, to, gen);
+}
+// random_(): [0, 2^digits] for floating types, [0, max] for integers.
+Tensor& random_default(Tensor& self, std::optional<at::Generator> gen) {
+  CheckTpu("random_", self, "self");
+  const auto t = self.scalar_type();
+  if (at::isFloatingType(t)) return RandomRange(self, 0, (uint64_t{1} << Digits(t)) + 1, gen);
+  TORCH_CHECK(at::isIntegralType(t, /*includeBool=*/true),
+              "random_ handles only integral, floating-point and boolean types, got ", t);
+  return RandomRange(self, 0, static_cast<uint64_t>(IntMax(t)) + 1, gen);
 }
 
 // A complex tensor is filled through its real view, as PyTorch does: each
 // part uniform in [from, to), or normal with std / sqrt(2) (so that |z|
 // has variance std^2).
 Tensor& uniform_(Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  const auto real_t = c10::toRealValueType(self.scalar_type());
+  if (at::isFloatingType(real_t)) {
+    const auto [lo, hi] = RandomBounds(real_t);
+    TORCH_CHECK(from >= lo && from <= hi, "from is out of bounds for ", self.dtype().name());
+    TORCH_CHECK(to >= lo && to <= hi, "to is out of bounds for ", self.dtype().name());
+    TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+                " > to=", to);
+    TORCH_CHECK(to - from <= hi, "uniform_ expects to-from <= std::numeric_limits<",
+                c10::toString(self.scalar_type()), ">::max(), but found to=", to, " and from=", from,
+                " which result in to-from to exceed the limit");
+  }
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
   if (self.is_complex()) {
@@ -386,9 +543,14 @@ constexpr lazy::Lowering kRandperm{"aten::randperm", &LowerRandperm};
 Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   CheckTpu("randperm", out, "out");
+  const auto dt = out.scalar_type();
+  // As CPU: every value must be exact in the result's dtype.
+  if (dt == at::kHalf) TORCH_CHECK(n <= (int64_t{1} << 11) + 1, "n cannot be greater than 2049 for Half type.");
+  if (dt == at::kFloat) TORCH_CHECK(n <= (int64_t{1} << 24) + 1, "n cannot be greater than 2^24+1 for Float type.");
+  if (dt == at::kDouble) TORCH_CHECK(n <= (int64_t{1} << 53) + 1, "n cannot be greater than 2^53+1 for Double type.");
+  if (dt == at::kBFloat16) TORCH_CHECK(n <= (int64_t{1} << 8) + 1, "n cannot be greater than 2^8+1 for BFloat16 type.");
   at::native::resize_output(out, {n});
   if (n == 0) return out;
-  const auto dt = out.scalar_type();
   TORCH_CHECK(dt != at::kBool && (at::isFloatingType(dt) || at::isIntegralType(dt, false)),
               "randperm is not implemented for ", dt);
   if (at::isIntegralType(dt, false) && dt != at::kLong) {
@@ -456,6 +618,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", TORCH_FN(uniform_));
   m.impl("random_.from", TORCH_FN(random_from));
   m.impl("random_.to", TORCH_FN(random_to));
+  m.impl("random_", TORCH_FN(random_default));
   m.impl("normal_", TORCH_FN(normal_));
   m.impl("rrelu_with_noise", TORCH_FN(rrelu_with_noise_tpu));
   m.impl("rrelu_with_noise_", TORCH_FN(rrelu_with_noise__tpu));

@@ -131,3 +131,54 @@ def test_randperm(dtype):
     assert torch.randperm(0, device=TPU).shape == (0,)
     with pytest.raises(RuntimeError, match="too large"):
         torch.randperm(300, dtype=torch.int8, device=TPU)
+
+
+# ------------------------------------------------- random_ bounds and checks --
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                                   torch.uint16, torch.uint32, torch.bool])
+def test_random_default_range(dtype):
+    # random_(): [0, 2^digits] for floating types, [0, max] for integers.
+    if dtype.is_floating_point:
+        hi = {torch.float32: 2 ** 24, torch.float64: 2 ** 53, torch.float16: 2 ** 11,
+              torch.bfloat16: 2 ** 8}[dtype]
+    elif dtype == torch.bool:
+        hi = 1
+    else:
+        hi = torch.iinfo(dtype).max
+    t = torch.empty(4000, dtype=dtype, device="tpu")
+    t.random_()
+    v = t.cpu().double()
+    assert 0 <= v.min() < 0.1 * hi + 1 and 0.9 * hi - 1 < v.max() <= hi
+
+
+def test_random_from_to_exact_64_bit():
+    # from + (r mod range) in 64-bit integers: exact at the ends of int64.
+    t = torch.empty(4000, dtype=torch.int64, device="tpu")
+    t.random_(torch.iinfo(torch.int64).min, None)
+    v = t.cpu()
+    assert v.min() < -(2 ** 62) and v.max() > 2 ** 62
+    big = torch.iinfo(torch.int64).max
+    t.random_(big - 3, big)
+    assert set(t.cpu().tolist()) == {big - 3, big - 2, big - 1}
+    t.random_(-5, 5)
+    assert set(t.cpu().tolist()) == set(range(-5, 5))
+
+
+def test_random_bounds_errors_and_warnings():
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to', but got from=3 >= to=3"):
+        torch.empty(3, device="tpu").random_(3, 3)
+    with pytest.raises(RuntimeError, match="to - 1 is out of bounds for signed char"):
+        torch.empty(3, dtype=torch.int8, device="tpu").random_(0, 300)
+    with pytest.raises(RuntimeError, match="from is out of bounds for unsigned char"):
+        torch.empty(3, dtype=torch.uint8, device="tpu").random_(-1, 3)
+    with pytest.warns(UserWarning, match=r"to - 1 is out of bounds \[-\(2\^24\), 2\^24\]"):
+        torch.empty(3, device="tpu").random_(0, 2 ** 30)
+    with pytest.raises(RuntimeError, match="uniform_ expects to-from"):
+        torch.empty(3, device="tpu").uniform_(-3e38, 3e38)
+    with pytest.raises(RuntimeError, match="n cannot be greater than 2049 for Half type"):
+        torch.randperm(2 ** 11 + 2, dtype=torch.half, device="tpu")
+    std = torch.tensor([1.0, -1.0], device="tpu")
+    with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+        torch.normal(torch.zeros(2, device="tpu"), std)

@@ -109,6 +109,25 @@ Tensor bucketize_tensor(const Tensor& self, const Tensor& boundaries, bool out_i
               boundaries.dim(), ")");
   return SearchSorted("bucketize", boundaries, self, out_int32, right, std::nullopt, std::nullopt);
 }
+Tensor& bucketize_tensor_out(const Tensor& self, const Tensor& boundaries, bool out_int32,
+                             bool right, Tensor& out) {
+  Tensor r = bucketize_tensor(self, boundaries, out_int32, right);
+  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "torch.bucketize(): output tensor's dtype is wrong, it can "
+              "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output "
+              "tensor's dtype ", out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+Tensor& searchsorted_tensor_out(const Tensor& seq, const Tensor& self, bool out_int32, bool right,
+                                std::optional<c10::string_view> side,
+                                const std::optional<Tensor>& sorter, Tensor& out) {
+  Tensor r = searchsorted_tensor(seq, self, out_int32, right, side, sorter);
+  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "torch.searchsorted(): output tensor's dtype is wrong, it can "
+              "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output "
+              "tensor's dtype ", out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
 Tensor bucketize_scalar(const c10::Scalar& self, const Tensor& boundaries, bool out_int32,
                         bool right) {
   Tensor v = at::scalar_tensor(self, at::TensorOptions().dtype(boundaries.scalar_type()))
@@ -277,6 +296,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("searchsorted.Scalar", TORCH_FN(searchsorted_scalar));
   m.impl("bucketize.Tensor", TORCH_FN(bucketize_tensor));
   m.impl("bucketize.Scalar", TORCH_FN(bucketize_scalar));
+  m.impl("bucketize.Tensor_out", TORCH_FN(bucketize_tensor_out));
+  m.impl("searchsorted.Tensor_out", TORCH_FN(searchsorted_tensor_out));
   m.impl("bincount", TORCH_FN(bincount_tpu));
   m.impl("histc", TORCH_FN(histc_tpu));
   m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_tensor));

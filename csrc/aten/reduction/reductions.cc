@@ -15,6 +15,7 @@
 #include "ir/ops.h"
 #include "aten/kernel_helpers.h"
 #include "aten/tensor_bridge.h"
+#include "aten/pointwise/complex.h"
 
 namespace tpu::ops {
 
@@ -50,6 +51,11 @@ struct ReduceMeta {
   std::vector<int64_t> sizes;  // result sizes
 };
 
+// As ATen's dim masks: a reduction over named dims takes at most 64.
+void CheckDimLimit(int64_t nd) {
+  TORCH_CHECK(nd <= 64, "only tensors with up to 64 dims are supported");
+}
+
 ReduceMeta MetaFor(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   ReduceMeta m;
   const int64_t nd = self.dim();
@@ -59,6 +65,7 @@ ReduceMeta MetaFor(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
       for (int64_t d : *dim) at::maybe_wrap_dim(d, static_cast<int64_t>(0));
     return m;
   }
+  if (dim.has_value() && !dim->empty()) CheckDimLimit(nd);
   std::vector<bool> reduced(nd, false);
   if (!dim.has_value() || dim->empty()) {
     std::fill(reduced.begin(), reduced.end(), true);
@@ -166,8 +173,15 @@ Tensor Extreme(const char* name, ReduceKind k, const Tensor& self, at::OptionalI
   CheckTpu(name, self, "self");
   ReduceMeta m = MetaFor(self, dim, keepdim);
   if (self.numel() == 0) {
-    TORCH_CHECK(false, name, "(): Expected reduction dim to be specified for input.numel() == 0."
+    // As CPU: an empty slice has no extreme (IndexError); reducing only the
+    // non-empty dims of an empty tensor gives an empty result.
+    TORCH_CHECK(dim.has_value() && !dim->empty() && self.dim() > 0, name,
+                "(): Expected reduction dim to be specified for input.numel() == 0."
                 " Specify the reduction dim with the 'dim' argument.");
+    for (int64_t d : m.dims)
+      TORCH_CHECK_INDEX(self.size(d) != 0, name, "(): Expected reduction dim ", d,
+                        " to have non-zero size.");
+    return EmptyTpu(m.sizes, self.scalar_type());
   }
   return Run1(kReduce, ReduceAttrs(k, self.scalar_type(), m), {OperandOf(self)},
               TypeOf(m.sizes, self.scalar_type()));
@@ -188,6 +202,38 @@ Tensor BoolReduce(const char* name, ReduceKind k, const Tensor& self, at::Option
   const auto rt = self.scalar_type() == at::kByte ? at::kByte : at::kBool;
   return Run1(kReduce, ReduceAttrs(k, at::kBool, m), {OperandOf(self)}, TypeOf(m.sizes, rt));
 }
+// The out= forms: the result is bool or uint8, the out tensor's dtype.
+Tensor& BoolReduceOut(const char* name, ReduceKind k, const Tensor& self,
+                      at::OptionalIntArrayRef dim, bool keepdim, Tensor& out) {
+  CheckTpu(name, self, "self");
+  TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, name,
+              " only supports bool tensor for result, got: ", out.scalar_type());
+  ReduceMeta m = MetaFor(self, dim, keepdim);
+  PrepareOut(name, out, m.sizes, out.scalar_type());
+  RunInto(kReduce, ReduceAttrs(k, at::kBool, m), {OperandOf(self)},
+          {TypeOf(m.sizes, out.scalar_type())}, {out});
+  return out;
+}
+Tensor any_dims(const Tensor& s, at::OptionalIntArrayRef d, bool k) {
+  return BoolReduce("any", kAny, s, d, k);
+}
+Tensor all_dims(const Tensor& s, at::OptionalIntArrayRef d, bool k) {
+  return BoolReduce("all", kAll, s, d, k);
+}
+Tensor& any_out(const Tensor& s, int64_t d, bool k, Tensor& o) {
+  return BoolReduceOut("any", kAny, s, at::IntArrayRef{d}, k, o);
+}
+Tensor& all_out(const Tensor& s, int64_t d, bool k, Tensor& o) {
+  return BoolReduceOut("all", kAll, s, at::IntArrayRef{d}, k, o);
+}
+Tensor& any_dims_out(const Tensor& s, at::OptionalIntArrayRef d, bool k, Tensor& o) {
+  return BoolReduceOut("any", kAny, s, d, k, o);
+}
+Tensor& all_dims_out(const Tensor& s, at::OptionalIntArrayRef d, bool k, Tensor& o) {
+  return BoolReduceOut("all", kAll, s, d, k, o);
+}
+Tensor& any_all_out(const Tensor& s, Tensor& o) { return BoolReduceOut("any", kAny, s, std::nullopt, false, o); }
+Tensor& all_all_out(const Tensor& s, Tensor& o) { return BoolReduceOut("all", kAll, s, std::nullopt, false, o); }
 Tensor any_all(const Tensor& s) { return BoolReduce("any", kAny, s, std::nullopt, false); }
 Tensor all_all(const Tensor& s) { return BoolReduce("all", kAll, s, std::nullopt, false); }
 Tensor any_dim(const Tensor& s, int64_t d, bool k) {
@@ -209,8 +255,9 @@ constexpr lazy::Lowering kArgReduce{"aten::max.dim", &LowerArgReduce};
 std::tuple<Tensor, Tensor> MaxMinDim(const char* name, bool is_max, const Tensor& self,
                                      int64_t dim, bool keepdim) {
   CheckTpu(name, self, "self");
+  CheckDimLimit(self.dim());
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK(self.dim() == 0 || self.size(d) > 0, name, "(): Expected reduction dim ", d,
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, name, "(): Expected reduction dim ", d,
               " to have non-zero size.");
   Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   ReduceMeta m = MetaFor(self, at::IntArrayRef{d}, keepdim);
@@ -317,8 +364,15 @@ at::ScalarType NormType(const char* op, const Tensor& self, std::optional<at::Sc
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()),
               op, ": Expected a floating point or complex tensor as input. Got ",
               self.scalar_type());
-  TORCH_CHECK(!at::isComplexType(self.scalar_type()), op,
-              ": complex inputs are not supported on tpu yet");
+  if (at::isComplexType(self.scalar_type())) {
+    // The norm of |z|: a real result of the matching precision.
+    if (dtype.has_value()) {
+      TORCH_CHECK(at::isComplexType(*dtype), op, ": dtype should be complex for complex input, but got ",
+                  *dtype);
+      return c10::toRealValueType(*dtype);
+    }
+    return c10::toRealValueType(self.scalar_type());
+  }
   if (dtype.has_value()) {
     TORCH_CHECK(at::isFloatingType(*dtype), op, ": dtype should be floating point, but got ",
                 *dtype);
@@ -327,8 +381,9 @@ at::ScalarType NormType(const char* op, const Tensor& self, std::optional<at::Sc
   return self.scalar_type();
 }
 
-void VectorNormInto(const char* op, const Tensor& self, double ord, at::OptionalIntArrayRef dim,
+void VectorNormInto(const char* op, const Tensor& self_in, double ord, at::OptionalIntArrayRef dim,
                     bool keepdim, at::ScalarType rt, const Tensor* out, Tensor* result) {
+  const Tensor self = self_in.is_complex() ? ComplexToReal("abs", self_in) : self_in;
   ReduceMeta m = MetaFor(self, dim, keepdim);
   if (self.numel() == 0)
     TORCH_CHECK(ord >= 0 && !std::isinf(ord), op, ": Expected a non-empty tensor for ord ", ord);
@@ -737,6 +792,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("all", TORCH_FN(all_all));
   m.impl("any.dim", TORCH_FN(any_dim));
   m.impl("all.dim", TORCH_FN(all_dim));
+  m.impl("any.dims", TORCH_FN(any_dims));
+  m.impl("all.dims", TORCH_FN(all_dims));
+  m.impl("any.out", TORCH_FN(any_out));
+  m.impl("all.out", TORCH_FN(all_out));
+  m.impl("any.dims_out", TORCH_FN(any_dims_out));
+  m.impl("all.dims_out", TORCH_FN(all_dims_out));
+  m.impl("any.all_out", TORCH_FN(any_all_out));
+  m.impl("all.all_out", TORCH_FN(all_all_out));
   m.impl("max.dim", TORCH_FN(max_dim));
   m.impl("min.dim", TORCH_FN(min_dim));
   m.impl("max.dim_max", TORCH_FN(max_dim_out));

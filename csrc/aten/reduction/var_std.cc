@@ -18,21 +18,45 @@ namespace {
 enum VarKind : int64_t { kVar = 0, kStd = 1, kVarMean = 2, kStdMean = 3 };
 
 // ins = (x); ints = (kind, acc, dims...); floats = (correction). Outputs:
-// var or std, then mean for the _mean forms (shaped as the out types).
+// var or std, then mean for the _mean forms (shaped as the out types). A
+// complex input's variance is the sum of its parts' (a real result), its
+// mean complex.
 VS LowerVar(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const int64_t kind = a.ints[0];
   const auto acc = static_cast<DType>(a.ints[1]);
   ir::Dims dims(a.ints.begin() + 2, a.ints.end());
-  Value x = ir::Convert(b, in[0], acc);
-  Value xc = Sub(b, x, MeanOver(b, x, dims, true));
-  Value ss = SumOver(b, Mul(b, xc, xc), dims, false);
+  const ir::TensorType t = b.type(in[0]);
+  const bool cplx = ir::IsComplex(t.dtype);
+  std::vector<Value> parts;
+  if (cplx) {
+    const DType rt = t.dtype == DType::C64 ? DType::F32 : DType::F64;
+    parts.push_back(ir::Convert(b, b.Op1("stablehlo.real", {in[0]}, ir::TensorType{rt, t.dims}), acc));
+    parts.push_back(ir::Convert(b, b.Op1("stablehlo.imag", {in[0]}, ir::TensorType{rt, t.dims}), acc));
+  } else {
+    parts.push_back(ir::Convert(b, in[0], acc));
+  }
+  Value ss;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Value xc = Sub(b, parts[i], MeanOver(b, parts[i], dims, true));
+    Value s = SumOver(b, Mul(b, xc, xc), dims, false);
+    ss = i == 0 ? s : Add(b, ss, s);
+  }
   // max(0, N - correction), as CPU; 0 gives inf/nan like a division by 0.
-  Value dof = ir::Binary(b, "stablehlo.subtract", ir::CountOver(b, x, dims), C(b, a.floats[0], ss));
+  Value dof = ir::Binary(b, "stablehlo.subtract", ir::CountOver(b, parts[0], dims), C(b, a.floats[0], ss));
   Value v = ir::Binary(b, "stablehlo.divide", ss, ir::Max(b, dof, C(b, 0.0, ss)));
   if (kind == kStd || kind == kStdMean) v = ir::Unary(b, "stablehlo.sqrt", v);
   auto fit = [&](Value r, const ir::TensorType& t) { return ir::Reshape(b, ir::Convert(b, r, t.dtype), t.dims); };
   VS r{fit(v, out[0])};
-  if (kind >= kVarMean) r.push_back(fit(MeanOver(b, x, dims, false), out[1]));
+  if (kind >= kVarMean) {
+    if (cplx) {
+      const DType pt = out[1].dtype == DType::C64 ? DType::F32 : DType::F64;
+      Value re = ir::Reshape(b, ir::Convert(b, MeanOver(b, parts[0], dims, false), pt), out[1].dims);
+      Value im = ir::Reshape(b, ir::Convert(b, MeanOver(b, parts[1], dims, false), pt), out[1].dims);
+      r.push_back(b.Op1("stablehlo.complex", {re, im}, out[1]));
+    } else {
+      r.push_back(fit(MeanOver(b, parts[0], dims, false), out[1]));
+    }
+  }
   return r;
 }
 constexpr lazy::Lowering kVarOp{"aten::var.correction", &LowerVar};
@@ -40,22 +64,25 @@ constexpr lazy::Lowering kVarOp{"aten::var.correction", &LowerVar};
 struct VarPlan {
   lazy::Attrs attrs;
   std::vector<int64_t> sizes;
-  at::ScalarType dtype;
+  at::ScalarType dtype;       // var / std (real for a complex input)
+  at::ScalarType mean_dtype;  // the input's
 };
 
 VarPlan PlanVar(const char* name, VarKind kind, const Tensor& self, at::OptionalIntArrayRef dim,
                 const std::optional<c10::Scalar>& correction, bool keepdim) {
   CheckTpu(name, self, "self");
   const auto st = self.scalar_type();
-  TORCH_CHECK(at::isFloatingType(st), name, " only supports floating point dtypes");
+  TORCH_CHECK(at::isFloatingType(st) || at::isComplexType(st),
+              "std and var only support floating point and complex dtypes");
   VarPlan p;
-  p.dtype = st;
+  p.dtype = c10::toRealValueType(st);
+  p.mean_dtype = st;
   std::vector<bool> reduced(self.dim(), dim.has_value() && !dim->empty() ? false : true);
   if (dim.has_value() && !dim->empty()) {
     auto bits = at::dim_list_to_bitset(*dim, self.dim());
     for (int64_t i = 0; i < self.dim(); ++i) reduced[i] = bits[i];
   }
-  p.attrs.ints = {kind, IrCode(OpMathType(st))};
+  p.attrs.ints = {kind, IrCode(OpMathType(p.dtype))};
   for (int64_t i = 0; i < self.dim(); ++i) {
     if (reduced[i]) {
       p.attrs.ints.push_back(i);
@@ -101,13 +128,13 @@ Tensor& std_correction_out(const Tensor& s, at::OptionalIntArrayRef dim,
 std::tuple<Tensor, Tensor> var_mean_correction(const Tensor& s, at::OptionalIntArrayRef dim,
                                                const std::optional<c10::Scalar>& c, bool keepdim) {
   VarPlan p = PlanVar("var_mean", kVarMean, s, dim, c, keepdim);
-  auto r = Run(kVarOp, p.attrs, {OperandOf(s)}, {TypeOf(p.sizes, p.dtype), TypeOf(p.sizes, p.dtype)});
+  auto r = Run(kVarOp, p.attrs, {OperandOf(s)}, {TypeOf(p.sizes, p.dtype), TypeOf(p.sizes, p.mean_dtype)});
   return {r[0], r[1]};
 }
 std::tuple<Tensor, Tensor> std_mean_correction(const Tensor& s, at::OptionalIntArrayRef dim,
                                                const std::optional<c10::Scalar>& c, bool keepdim) {
   VarPlan p = PlanVar("std_mean", kStdMean, s, dim, c, keepdim);
-  auto r = Run(kVarOp, p.attrs, {OperandOf(s)}, {TypeOf(p.sizes, p.dtype), TypeOf(p.sizes, p.dtype)});
+  auto r = Run(kVarOp, p.attrs, {OperandOf(s)}, {TypeOf(p.sizes, p.dtype), TypeOf(p.sizes, p.mean_dtype)});
   return {r[0], r[1]};
 }
 

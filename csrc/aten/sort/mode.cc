@@ -3,6 +3,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -88,10 +89,25 @@ std::tuple<Tensor, Tensor> mode_tpu(const Tensor& self, int64_t dim, bool keepdi
   return {vals, inds};
 }
 
+std::tuple<Tensor&, Tensor&> mode_out_tpu(const Tensor& self, int64_t dim, bool keepdim,
+                                          Tensor& values, Tensor& indices) {
+  TORCH_CHECK(self.scalar_type() == values.scalar_type(), "mode(): expected scalar type ",
+              self.scalar_type(), " but got ", values.scalar_type(), " for values");
+  TORCH_CHECK(indices.scalar_type() == at::kLong,
+              "mode(): expected scalar type Long but got ", indices.scalar_type(), " for indices");
+  auto [v, i] = mode_tpu(self, dim, keepdim);
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mode", TORCH_FN(mode_tpu));
+  m.impl("mode.values", TORCH_FN(mode_out_tpu));
 }
 
 }  // namespace tpu::ops

@@ -115,7 +115,8 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
   for (size_t r = 0; r < batch.size(); ++r) {
     for (size_t i = 0; i < batch[r]->inputs.size(); ++i) {
       const bool dyn =
-          HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[in_at[r] + i]), blocks);
+          HasDynamicOffset(batch[r]->inputs[i].view, type_of(in_refs[in_at[r] + i]), blocks,
+                           /*read=*/true);
       if (dyn) in_offset[in_at[r] + i] = static_cast<int>(offsets.size());
       if (dyn) offsets.push_back(batch[r]->inputs[i].view.offset);
     }

@@ -306,9 +306,21 @@ Value WriteView(ir::Builder& b, Value base, const ViewSpec& v, Value update) {
   return result;
 }
 
-bool HasDynamicOffset(const ViewSpec& v, const ir::TensorType& base, bool blocks) {
+namespace {
+// A complex view of a storage written through its real view (x.normal_()
+// on a complex tensor) or the reverse: ReadViewAt reinterprets the whole
+// storage, then slices at the run-time offset.
+bool ComplexPair(ir::DType a, ir::DType b) {
+  using ir::DType;
+  return (a == DType::C64 && b == DType::F32) || (a == DType::F32 && b == DType::C64) ||
+         (a == DType::C128 && b == DType::F64) || (a == DType::F64 && b == DType::C128);
+}
+}  // namespace
+
+bool HasDynamicOffset(const ViewSpec& v, const ir::TensorType& base, bool blocks, bool read) {
   Block blk;
-  return base.dtype == v.dtype && v.numel() > 0 && !CoversWhole(v, base.numel()) &&
+  const bool same = base.dtype == v.dtype || (read && ComplexPair(base.dtype, v.dtype));
+  return same && v.numel() > 0 && !CoversWhole(v, base.numel()) &&
          (v.is_contiguous() || (blocks && PlanBlock(v, &blk)));
 }
 

@@ -28,7 +28,10 @@ ir::Value WriteView(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Va
 // `blocks`: strided blocks too (x[:, i]), not only contiguous runs; off in
 // graphs with bounded dynamic sizes, whose padding XLA's dynamic padder
 // does not follow through a block's dynamic slice.
-bool HasDynamicOffset(const ViewSpec& view, const ir::TensorType& base, bool blocks = true);
+// `read`: the view is read (a complex view of a real storage, or the
+// reverse, may then take a run-time offset too; writes keep it static).
+bool HasDynamicOffset(const ViewSpec& view, const ir::TensorType& base, bool blocks = true,
+                      bool read = false);
 // ReadView / WriteView for those views, with the offset as a 0-d s64 value.
 ir::Value ReadViewAt(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value offset);
 ir::Value WriteViewAt(ir::Builder& b, ir::Value base, const ViewSpec& view, ir::Value update,

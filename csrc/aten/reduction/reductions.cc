@@ -202,12 +202,22 @@ Tensor BoolReduce(const char* name, ReduceKind k, const Tensor& self, at::Option
   const auto rt = self.scalar_type() == at::kByte ? at::kByte : at::kBool;
   return Run1(kReduce, ReduceAttrs(k, at::kBool, m), {OperandOf(self)}, TypeOf(m.sizes, rt));
 }
+// all / any with dim=[]: nothing is reduced (as CPU), each element tested.
+Tensor NoDimsBool(const Tensor& s) {
+  Tensor r = at::ne(s, 0);
+  return s.scalar_type() == at::kByte ? r.to(at::kByte) : r;
+}
 // The out= forms: the result is bool or uint8, the out tensor's dtype.
 Tensor& BoolReduceOut(const char* name, ReduceKind k, const Tensor& self,
                       at::OptionalIntArrayRef dim, bool keepdim, Tensor& out) {
   CheckTpu(name, self, "self");
   TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, name,
               " only supports bool tensor for result, got: ", out.scalar_type());
+  if (dim.has_value() && dim->empty()) {
+    Tensor r = NoDimsBool(self);
+    PrepareOut(name, out, r.sizes(), out.scalar_type());
+    return out.copy_(r);
+  }
   ReduceMeta m = MetaFor(self, dim, keepdim);
   PrepareOut(name, out, m.sizes, out.scalar_type());
   RunInto(kReduce, ReduceAttrs(k, at::kBool, m), {OperandOf(self)},
@@ -215,9 +225,11 @@ Tensor& BoolReduceOut(const char* name, ReduceKind k, const Tensor& self,
   return out;
 }
 Tensor any_dims(const Tensor& s, at::OptionalIntArrayRef d, bool k) {
+  if (d.has_value() && d->empty()) return NoDimsBool(s);
   return BoolReduce("any", kAny, s, d, k);
 }
 Tensor all_dims(const Tensor& s, at::OptionalIntArrayRef d, bool k) {
+  if (d.has_value() && d->empty()) return NoDimsBool(s);
   return BoolReduce("all", kAll, s, d, k);
 }
 Tensor& any_out(const Tensor& s, int64_t d, bool k, Tensor& o) {

@@ -96,3 +96,15 @@ def test_bucketize_searchsorted_out():
     o = torch.empty(0, dtype=torch.int32, device=TPU)
     torch.searchsorted(b.to(TPU), x.to(TPU), right=True, out_int32=True, out=o)
     assert torch.equal(o.cpu(), torch.searchsorted(b, x, right=True, out_int32=True))
+
+
+def test_all_any_empty_dim_list_reduces_nothing():
+    x = torch.randn(2, 3) > 0
+    u = torch.tensor([[0, 3], [1, 0]], dtype=torch.uint8)
+    for fn in (torch.all, torch.any):
+        for t in (x, u):
+            r = fn(t.to(TPU), dim=[])
+            assert r.dtype == fn(t, dim=[]).dtype and torch.equal(r.cpu(), fn(t, dim=[]))
+        o = torch.empty(0, dtype=torch.bool, device=TPU)
+        fn(x.to(TPU), dim=[], out=o)
+        assert torch.equal(o.cpu(), fn(x, dim=[]))

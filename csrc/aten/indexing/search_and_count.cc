@@ -109,24 +109,23 @@ Tensor bucketize_tensor(const Tensor& self, const Tensor& boundaries, bool out_i
               boundaries.dim(), ")");
   return SearchSorted("bucketize", boundaries, self, out_int32, right, std::nullopt, std::nullopt);
 }
-Tensor& bucketize_tensor_out(const Tensor& self, const Tensor& boundaries, bool out_int32,
-                             bool right, Tensor& out) {
-  Tensor r = bucketize_tensor(self, boundaries, out_int32, right);
-  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "torch.bucketize(): output tensor's dtype is wrong, it can "
+// The out= forms: the dtype follows out_int32, as CPU checks it.
+Tensor& SearchOut(const char* op, const Tensor& r, bool out_int32, Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == r.scalar_type(), op, "(): output tensor's dtype is wrong, it can "
               "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output "
               "tensor's dtype ", out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);
 }
+Tensor& bucketize_tensor_out(const Tensor& self, const Tensor& boundaries, bool out_int32,
+                             bool right, Tensor& out) {
+  return SearchOut("torch.bucketize", bucketize_tensor(self, boundaries, out_int32, right), out_int32, out);
+}
 Tensor& searchsorted_tensor_out(const Tensor& seq, const Tensor& self, bool out_int32, bool right,
                                 std::optional<c10::string_view> side,
                                 const std::optional<Tensor>& sorter, Tensor& out) {
-  Tensor r = searchsorted_tensor(seq, self, out_int32, right, side, sorter);
-  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "torch.searchsorted(): output tensor's dtype is wrong, it can "
-              "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output "
-              "tensor's dtype ", out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return SearchOut("torch.searchsorted", searchsorted_tensor(seq, self, out_int32, right, side, sorter),
+                   out_int32, out);
 }
 Tensor bucketize_scalar(const c10::Scalar& self, const Tensor& boundaries, bool out_int32,
                         bool right) {

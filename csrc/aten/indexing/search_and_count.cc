@@ -236,13 +236,14 @@ Tensor histc_tpu(const Tensor& self, int64_t bins, const c10::Scalar& min, const
               "torch.histc: input tensor and bins tensors should have the same dtype, but got "
               "input ", self.scalar_type());
   double lo = min.toDouble(), hi = max.toDouble();
-  TORCH_CHECK(!(std::isinf(lo) || std::isinf(hi) || std::isnan(lo) || std::isnan(hi)),
-              "torch.histc: range of [", lo, ", ", hi, "] is not finite");
   Tensor flat = self.reshape({-1});
   if (lo == hi && flat.numel() > 0) {
     lo = flat.min().item<double>();
     hi = flat.max().item<double>();
   }
+  // Checked on the range in use, as CPU: the data's when min == max.
+  TORCH_CHECK(!(std::isinf(lo) || std::isinf(hi) || std::isnan(lo) || std::isnan(hi)),
+              "torch.histc: range of [", lo, ", ", hi, "] is not finite");
   if (lo == hi) {
     lo -= 1;
     hi += 1;

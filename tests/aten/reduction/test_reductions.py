@@ -108,3 +108,12 @@ def test_all_any_empty_dim_list_reduces_nothing():
         o = torch.empty(0, dtype=torch.bool, device=TPU)
         fn(x.to(TPU), dim=[], out=o)
         assert torch.equal(o.cpu(), fn(x, dim=[]))
+
+
+def test_histc_range_checked_on_the_data():
+    # min == max: the range is the data's, and an infinite or NaN one is refused.
+    for v in ([float("inf")], [1.0, float("-inf")], [float("nan")]):
+        with pytest.raises(RuntimeError, match=r"torch.histc: range of \[.*\] is not finite"):
+            torch.histc(torch.tensor(v, device=TPU))
+    x = torch.tensor([1.0, 2.0, float("inf")])
+    assert torch.equal(torch.histc(x.to(TPU), bins=4, max=3).cpu(), torch.histc(x, bins=4, max=3))

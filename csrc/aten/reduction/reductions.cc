@@ -647,6 +647,11 @@ std::tuple<Tensor, Tensor> KthAlong(const char* op, const Tensor& self, int64_t 
   std::vector<int64_t> os;
   for (int64_t j = 0; j < x.dim(); ++j)
     if (j != d) os.push_back(x.size(j));
+  if (c10::multiply_integers(os) == 0) {  // other dims empty: an empty result
+    std::vector<int64_t> ks = os;
+    if (keepdim) ks.insert(ks.begin() + d, 1);
+    return {EmptyTpu(ks, self.scalar_type()), EmptyTpu(ks, at::kLong)};
+  }
   auto r = Run(kKth, {{d, k0, nan_mode}, {}, {}}, {OperandOf(x)},
                {TypeOf(os, self.scalar_type()), TypeOf(os, at::kLong)});
   Tensor v = r[0], i = r[1];
@@ -660,6 +665,8 @@ std::tuple<Tensor, Tensor> KthAlong(const char* op, const Tensor& self, int64_t 
 
 std::tuple<Tensor, Tensor> kthvalue_tpu(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
   const int64_t n = self.dim() == 0 ? 1 : self.size(at::maybe_wrap_dim(dim, self.dim()));
+  TORCH_CHECK_INDEX(n > 0, "kthvalue(): Expected reduction dim ", at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1)),
+                    " to have non-zero size.");
   TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", dim);
   return KthAlong("kthvalue", self, k - 1, dim, keepdim, 0);
 }

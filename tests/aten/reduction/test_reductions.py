@@ -117,3 +117,12 @@ def test_histc_range_checked_on_the_data():
             torch.histc(torch.tensor(v, device=TPU))
     x = torch.tensor([1.0, 2.0, float("inf")])
     assert torch.equal(torch.histc(x.to(TPU), bins=4, max=3).cpu(), torch.histc(x, bins=4, max=3))
+
+
+def test_kthvalue_on_empty_tensors():
+    t = torch.randn(2, 0, 4)
+    r = torch.kthvalue(t.to(TPU), 1, dim=2)
+    assert r.values.shape == (2, 0) and r.indices.shape == (2, 0)
+    assert torch.kthvalue(t.to(TPU), 1, dim=-1, keepdim=True).values.shape == (2, 0, 1)
+    with pytest.raises(IndexError, match="kthvalue\\(\\): Expected reduction dim 1 to have non-zero size"):
+        torch.kthvalue(t.to(TPU), 1, dim=1)

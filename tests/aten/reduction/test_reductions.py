@@ -126,3 +126,14 @@ def test_kthvalue_on_empty_tensors():
     assert torch.kthvalue(t.to(TPU), 1, dim=-1, keepdim=True).values.shape == (2, 0, 1)
     with pytest.raises(IndexError, match="kthvalue\\(\\): Expected reduction dim 1 to have non-zero size"):
         torch.kthvalue(t.to(TPU), 1, dim=1)
+
+
+def test_hash_tensor_dim_checks():
+    x = torch.randint(0, 100, (3, 4), device=TPU)
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        torch.hash_tensor(x, dim=(0, 0))
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        torch.hash_tensor(torch.empty(0, 2, dtype=torch.long, device=TPU), dim=0)
+    with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+        torch.hash_tensor(torch.zeros([1] * 65, dtype=torch.long, device=TPU), dim=0)
+    assert torch.equal(torch.hash_tensor(x, dim=1).cpu(), torch.hash_tensor(x.cpu(), dim=1))

@@ -114,8 +114,7 @@ Tensor& SearchOut(const char* op, const Tensor& r, bool out_int32, Tensor& out) 
   TORCH_CHECK(out.scalar_type() == r.scalar_type(), op, "(): output tensor's dtype is wrong, it can "
               "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got output "
               "tensor's dtype ", out.scalar_type(), " and out_int32 flag is ", (out_int32 ? "True" : "False"));
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return CopyInto(op, r, out);
 }
 Tensor& bucketize_tensor_out(const Tensor& self, const Tensor& boundaries, bool out_int32,
                              bool right, Tensor& out) {

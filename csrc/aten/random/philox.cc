@@ -25,14 +25,19 @@ namespace tpu::ops {
 
 namespace {
 
+// `count` random words of `bits_t` (u32 or u64) from a Philox state.
+Value RandomBits(Builder& b, Value state, int64_t count, DType bits_t) {
+  auto r = b.Op("stablehlo.rng_bit_generator", {state},
+                {b.type(state), ir::TensorType{bits_t, {count}}},
+                {{"rng_algorithm", "#stablehlo<rng_algorithm PHILOX>"}});
+  return r[1];
+}
+
 // `count` uniform floats in [0, 1) of `t` (f32 or f64) from a Philox state.
 Value Uniform01(Builder& b, Value state, int64_t count, DType t) {
   const bool f64 = t == DType::F64;
   const DType bits_t = f64 ? DType::U64 : DType::U32;
-  auto r = b.Op("stablehlo.rng_bit_generator", {state},
-                {b.type(state), ir::TensorType{bits_t, {count}}},
-                {{"rng_algorithm", "#stablehlo<rng_algorithm PHILOX>"}});
-  Value bits = r[1];
+  Value bits = RandomBits(b, state, count, bits_t);
   // Keep the top mantissa bits and set the exponent of 1.0: a float in [1, 2).
   Value shift = ir::Full(b, ir::ConstantI(b, f64 ? 12 : 9, bits_t), {count});
   Value one_bits = ir::Full(
@@ -119,10 +124,7 @@ Tensor& Random(Tensor& self, bool normal, double a, double b,
 VS LowerRandomInt(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
   const ir::TensorType& o = out[0];
   const int64_t n = o.numel();
-  auto r = b.Op("stablehlo.rng_bit_generator", {in[0]},
-                {b.type(in[0]), ir::TensorType{DType::U64, {n}}},
-                {{"rng_algorithm", "#stablehlo<rng_algorithm PHILOX>"}});
-  Value bits = r[1];
+  Value bits = RandomBits(b, in[0], n, DType::U64);
   auto as_u64 = [&](Value v) {
     return b.Op1("stablehlo.bitcast_convert", {v}, ir::TensorType{DType::U64, {}});
   };
@@ -134,10 +136,7 @@ VS LowerRandomInt(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
   Value off = ir::Select(b, full, bits, ir::Binary(b, "stablehlo.remainder", bits, safe));
   Value v = ir::Binary(b, "stablehlo.add", ir::Full(b, as_u64(in[1]), {n}), off);
   Value s64 = b.Op1("stablehlo.bitcast_convert", {v}, ir::TensorType{DType::S64, {n}});
-  Value res = o.dtype == DType::PRED
-                  ? ir::Compare(b, s64, ir::Full(b, ir::ConstantI(b, 0, DType::S64), {n}), ir::Cmp::NE)
-                  : ir::Convert(b, s64, o.dtype);
-  return {ir::Reshape(b, res, o.dims)};
+  return {ir::Reshape(b, ir::Convert(b, s64, o.dtype), o.dims)};
 }
 constexpr lazy::Lowering kRandomInt{"aten::random_", &LowerRandomInt};
 
@@ -164,10 +163,18 @@ std::pair<double, double> RandomBounds(at::ScalarType t) {
       TORCH_CHECK(false, "random_ handles only integral, floating-point and boolean types, got ", t);
   }
 }
+// The largest value of an integral dtype (bool: 1; uint64: int64's, as CPU).
 int64_t IntMax(at::ScalarType t) {
-  if (t == at::kUInt64) return std::numeric_limits<int64_t>::max();
-  const double hi = RandomBounds(t).second;
-  return hi >= 9.2e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
+  switch (t) {
+    case at::kBool: return 1;
+    case at::kByte: return std::numeric_limits<uint8_t>::max();
+    case at::kChar: return std::numeric_limits<int8_t>::max();
+    case at::kShort: return std::numeric_limits<int16_t>::max();
+    case at::kInt: return std::numeric_limits<int32_t>::max();
+    case at::kUInt16: return std::numeric_limits<uint16_t>::max();
+    case at::kUInt32: return std::numeric_limits<uint32_t>::max();
+    default: return std::numeric_limits<int64_t>::max();
+  }
 }
 int Digits(at::ScalarType t) {
   switch (t) {
@@ -307,19 +314,19 @@ Tensor& random_default(Tensor& self, std::optional<at::Generator> gen) {
 // part uniform in [from, to), or normal with std / sqrt(2) (so that |z|
 // has variance std^2).
 Tensor& uniform_(Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  // CPU's checks, in its order.
   const auto real_t = c10::toRealValueType(self.scalar_type());
-  if (at::isFloatingType(real_t)) {
-    const auto [lo, hi] = RandomBounds(real_t);
+  const bool fp = at::isFloatingType(real_t);
+  const auto [lo, hi] = fp ? RandomBounds(real_t) : std::pair<double, double>{0, 0};
+  if (fp) {
     TORCH_CHECK(from >= lo && from <= hi, "from is out of bounds for ", self.dtype().name());
     TORCH_CHECK(to >= lo && to <= hi, "to is out of bounds for ", self.dtype().name());
-    TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
-                " > to=", to);
-    TORCH_CHECK(to - from <= hi, "uniform_ expects to-from <= std::numeric_limits<",
-                c10::toString(self.scalar_type()), ">::max(), but found to=", to, " and from=", from,
-                " which result in to-from to exceed the limit");
   }
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
+  TORCH_CHECK(!fp || to - from <= hi, "uniform_ expects to-from <= std::numeric_limits<",
+              c10::toString(self.scalar_type()), ">::max(), but found to=", to, " and from=", from,
+              " which result in to-from to exceed the limit");
   if (self.is_complex()) {
     Tensor parts = at::view_as_real(self);
     Random(parts, false, from, to, gen);

@@ -2,6 +2,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/WrapDimUtilsMulti.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -41,16 +42,17 @@ Tensor hash_tensor_tpu(const Tensor& self, at::IntArrayRef dim, bool keepdim, in
   if (dim.empty())
     TORCH_CHECK(self.numel() > 0, "hash_tensor: Expected reduction dim to be specified for "
                 "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
-  if (!dim.empty())
-    TORCH_CHECK(self.dim() <= 64, "only tensors with up to 64 dims are supported");
-  std::vector<bool> reduced(std::max<int64_t>(self.dim(), 1), dim.empty());
-  for (int64_t d : dim) {
-    const int64_t w = at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1));
-    TORCH_CHECK(!reduced[w], "dim ", w, " appears multiple times in the list of dims");
-    reduced[w] = true;
-    // As CPU: an empty slice has no hash (no identity is defined for it).
-    TORCH_CHECK_INDEX(self.dim() == 0 || self.size(w) != 0, "hash_tensor(): Expected reduction dim ", w,
-                      " to have non-zero size.");
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  std::vector<bool> reduced(nd, true);
+  if (!dim.empty()) {
+    // ATen's own mask: its 64-dim limit and duplicate-dim messages.
+    const auto bits = at::dim_list_to_bitset(dim, nd);
+    for (int64_t i = 0; i < nd; ++i) {
+      reduced[i] = bits[i];
+      // As CPU: an empty slice has no hash (no identity is defined for it).
+      TORCH_CHECK_INDEX(!bits[i] || self.dim() == 0 || self.size(i) != 0,
+                        "hash_tensor(): Expected reduction dim ", i, " to have non-zero size.");
+    }
   }
   std::vector<int64_t> dims, keep_shape, out_shape;
   for (int64_t i = 0; i < self.dim(); ++i) {

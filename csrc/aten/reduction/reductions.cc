@@ -51,11 +51,6 @@ struct ReduceMeta {
   std::vector<int64_t> sizes;  // result sizes
 };
 
-// As ATen's dim masks: a reduction over named dims takes at most 64.
-void CheckDimLimit(int64_t nd) {
-  TORCH_CHECK(nd <= 64, "only tensors with up to 64 dims are supported");
-}
-
 ReduceMeta MetaFor(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   ReduceMeta m;
   const int64_t nd = self.dim();
@@ -65,16 +60,11 @@ ReduceMeta MetaFor(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim
       for (int64_t d : *dim) at::maybe_wrap_dim(d, static_cast<int64_t>(0));
     return m;
   }
-  if (dim.has_value() && !dim->empty()) CheckDimLimit(nd);
-  std::vector<bool> reduced(nd, false);
-  if (!dim.has_value() || dim->empty()) {
-    std::fill(reduced.begin(), reduced.end(), true);
-  } else {
-    for (int64_t d : *dim) {
-      const int64_t w = at::maybe_wrap_dim(d, nd);
-      TORCH_CHECK(!reduced[w], "dim ", w, " appears multiple times in the list of dims");
-      reduced[w] = true;
-    }
+  std::vector<bool> reduced(nd, true);
+  if (dim.has_value() && !dim->empty()) {
+    // ATen's own mask: its 64-dim limit and duplicate-dim messages.
+    const auto bits = at::dim_list_to_bitset(*dim, nd);
+    for (int64_t i = 0; i < nd; ++i) reduced[i] = bits[i];
   }
   for (int64_t i = 0; i < nd; ++i) {
     if (reduced[i]) {
@@ -267,7 +257,6 @@ constexpr lazy::Lowering kArgReduce{"aten::max.dim", &LowerArgReduce};
 std::tuple<Tensor, Tensor> MaxMinDim(const char* name, bool is_max, const Tensor& self,
                                      int64_t dim, bool keepdim) {
   CheckTpu(name, self, "self");
-  CheckDimLimit(self.dim());
   const int64_t d = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, name, "(): Expected reduction dim ", d,
               " to have non-zero size.");

@@ -3,7 +3,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/zeros.h>
-#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -96,10 +95,8 @@ std::tuple<Tensor&, Tensor&> mode_out_tpu(const Tensor& self, int64_t dim, bool 
   TORCH_CHECK(indices.scalar_type() == at::kLong,
               "mode(): expected scalar type Long but got ", indices.scalar_type(), " for indices");
   auto [v, i] = mode_tpu(self, dim, keepdim);
-  at::native::resize_output(values, v.sizes());
-  at::native::resize_output(indices, i.sizes());
-  values.copy_(v);
-  indices.copy_(i);
+  CopyInto("mode", v, values);
+  CopyInto("mode", i, indices);
   return {values, indices};
 }
 

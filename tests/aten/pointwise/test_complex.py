@@ -159,3 +159,12 @@ def test_real_only_rounding_refuses_complex(name):
         getattr(torch, name)(z, out=torch.empty_like(z))
     with pytest.raises(RuntimeError, match="Please use torch.sgn instead"):
         torch.sign(z)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_sgn_complex(dtype):
+    z = torch.randn(6, 5, dtype=dtype)
+    z[0, :3] = 0
+    z[1, 0] = complex(-2.5, 0)
+    for fn in (torch.sgn, torch.Tensor.sgn):
+        assert_close(fn(z.to(TPU)).cpu(), fn(z))

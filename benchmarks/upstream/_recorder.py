@@ -10,11 +10,14 @@ knows which test was running when the child dies (a crash or a time-out):
 Node ids listed (one per line) in ``TORCH_TPU_UPSTREAM_SKIP`` are deselected:
 the tests a crashed child had finished, and the one it crashed in. With
 ``TORCH_TPU_UPSTREAM_ONLY`` only the listed node ids are kept (the CPU
-control run of the failing tests).
+control run of the failing tests). ``TORCH_TPU_UPSTREAM_SAMPLE=N`` keeps the
+tests whose node id hashes (CRC-32) to 0 modulo N: a fixed, spread-out
+1-in-N sample of a file too large to run whole (not applied to an ONLY list).
 """
 
 import json
 import os
+import zlib
 
 import pytest
 
@@ -42,9 +45,11 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     skip = _read_ids("TORCH_TPU_UPSTREAM_SKIP") or set()
     only = _read_ids("TORCH_TPU_UPSTREAM_ONLY")
+    sample = int(os.environ.get("TORCH_TPU_UPSTREAM_SAMPLE") or 1)
     keep, drop = [], []
     for item in items:
-        if item.nodeid in skip or (only is not None and item.nodeid not in only):
+        if item.nodeid in skip or (only is not None and item.nodeid not in only) or (
+                only is None and sample > 1 and zlib.crc32(item.nodeid.encode()) % sample):
             drop.append(item)
         else:
             keep.append(item)

@@ -7,6 +7,7 @@ pytorch/pytorch sources matching the installed torch) and pass it:
 
     python benchmarks/upstream/run.py --tests-dir DIR [--files a.py,b.py]
         [--mode strict|fused|debug] [--timeout 300] [--no-control] [-k EXPR]
+        [--sample N]
 
 Each file runs in child pytest processes with
 ``PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1``, so only the tpu test classes
@@ -21,7 +22,9 @@ stale in this torch build and is not counted against tpu.
 Printed per file: passed, failed, skipped, crashed, timed out, how many of
 the non-passing tests also fail on CPU, and the pass rate among tests that
 pass on CPU; then the tpu-only failures grouped by their first error line.
-``--json PATH`` writes every test's outcome.
+``--json PATH`` writes every test's outcome. ``--sample N`` runs a fixed 1-in-N
+sample of each file's tests (chosen by a hash of the test's id, so every op
+and dtype family is represented), for files too large to run whole here.
 """
 
 import argparse
@@ -167,6 +170,8 @@ def main():
                     help="persistent compilation cache to use (default: an empty one per file)")
     ap.add_argument("--json", default=None, help="write every test's outcome here")
     ap.add_argument("-k", default=None, help="pytest -k expression")
+    ap.add_argument("--sample", type=int, default=1,
+                    help="run the 1-in-N sample of the tests whose id hashes to 0 mod N")
     args = ap.parse_args()
 
     files = [f for f in args.files.split(",") if f]
@@ -185,6 +190,8 @@ def main():
     base_env.pop("TORCH_TPU_DEFER_AND_FUSE", None)
     base_env.pop("TORCH_TPU_LAUNCH_BLOCKING", None)
     base_env.update(MODES[args.mode])
+    if args.sample > 1:
+        base_env["TORCH_TPU_UPSTREAM_SAMPLE"] = str(args.sample)
 
     table = []
     everything = {}

@@ -181,10 +181,14 @@ def main():
         if not os.path.exists(src):
             sys.exit(f"{src} not found")
     # A scratch copy: the test files may write next to themselves.
+    # (with the test folder's packages: test_autograd.py imports autograd.*)
     for name in os.listdir(args.tests_dir):
         src = os.path.join(args.tests_dir, name)
         if os.path.isfile(src) and name.endswith(".py"):
             shutil.copy(src, scratch)
+        elif os.path.isdir(src) and not name.startswith((".", "__")):
+            shutil.copytree(src, os.path.join(scratch, name),
+                            ignore=shutil.ignore_patterns("__pycache__", ".*"))
     extra = ["-k", args.k] if args.k else []
     base_env = dict(os.environ)
     base_env.pop("TORCH_TPU_DEFER_AND_FUSE", None)

@@ -17,7 +17,10 @@ for ``--timeout`` seconds (killed) is restarted without the tests it finished
 and the one it died in, which is counted as crashed or timed out. Then a CPU
 control run executes the CPU twins of the tests that did not pass on tpu
 (``PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu``): a test that fails on CPU too is
-stale in this torch build and is not counted against tpu.
+stale in this torch build and is not counted against tpu. Tests of classes
+that are not device-generic (``TestAutograd``) run in the tpu children too;
+their control runs the same tests, in order, with the backend autoload off
+(``TORCH_DEVICE_BACKEND_AUTOLOAD=0``: no torch_tpu in the process).
 
 Printed per file: passed, failed, skipped, crashed, timed out, how many of
 the non-passing tests also fail on CPU, and the pass rate among tests that
@@ -219,6 +222,20 @@ def main():
             stale = {n for n, t in twins.items()
                      if t and cpu_results.get(t, ("missing",))[0] in ("failed", "crashed",
                                                                       "timeout")}
+            # Tests of device-independent classes (TestAutograd, ...) run in
+            # the tpu child too, with torch_tpu loaded. Their control is the
+            # same ordered set of such tests without torch_tpu (the backend
+            # autoload off), since some depend on state earlier ones leave.
+            plain_bad = [n for n, t in twins.items() if t is None]
+            if plain_bad:
+                plain = [n for n in results if cpu_twin(n) is None]
+                plain_env = dict(base_env, PYTORCH_TESTING_DEVICE_ONLY_FOR="cpu",
+                                 TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+                plain_results, _ = run_children(f, scratch, plain_env, args.timeout, extra,
+                                                only=set(plain), label="no-tpu ")
+                stale |= {n for n in plain_bad
+                          if plain_results.get(n, ("missing",))[0] in ("failed", "crashed",
+                                                                       "timeout")}
         counts = collections.Counter(o for o, _ in results.values())
         tpu_only = [n for n in bad if n not in stale]
         eligible = counts["passed"] + len(tpu_only)

@@ -21,7 +21,13 @@
 namespace tpu::ops::broadcast_formula {
 
 // ---- formula helpers (C, Add, Sub, Mul, Div: aten/formula.h) ----
-inline Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
+// |x|; unsigned integers and booleans are their own absolute value (XLA's
+// abs takes signed types only).
+inline Value Abs(Builder& b, Value x) {
+  const DType t = b.type(x).dtype;
+  if (ir::IsUnsigned(t) || t == DType::PRED) return x;
+  return ir::Unary(b, "stablehlo.abs", x);
+}
 inline Value Sign(Builder& b, Value x) { return ir::Unary(b, "stablehlo.sign", x); }
 inline Value Sigmoid(Builder& b, Value x) { return ir::Unary(b, "stablehlo.logistic", x); }
 inline Value Lt(Builder& b, Value x, Value y) { return ir::Compare(b, x, y, ir::Cmp::LT); }

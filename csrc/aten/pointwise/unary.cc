@@ -1,5 +1,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/clamp.h>
 #include <ATen/ops/result_type.h>
 // Unary math and activations with their backward ops.
 #include <ATen/native/TypeProperties.h>
@@ -29,7 +30,10 @@ VS LowerUnary(Builder& b, const VS& in, const lazy::Attrs& attrs, const TT& out)
 }
 
 Value Neg(Builder& b, Value x) { return ir::Unary(b, "stablehlo.negate", x); }
-Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
+Value Abs(Builder& b, Value x) {  // XLA's abs takes signed types only
+  const DType t = b.type(x).dtype;
+  return ir::IsUnsigned(t) || t == DType::PRED ? x : ir::Unary(b, "stablehlo.abs", x);
+}
 Value Exp(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential", x); }
 Value Expm1(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential_minus_one", x); }
 Value Log(Builder& b, Value x) { return ir::Unary(b, "stablehlo.log", x); }
@@ -110,6 +114,7 @@ Value Cosh(Builder& b, Value x) {
   return Mul(b, C(b, 0.5, x), ir::Binary(b, "stablehlo.add", Exp(b, x), Exp(b, Neg(b, x))));
 }
 Value Asinh(Builder& b, Value x) {  // sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2)))
+  if (ir::IsComplex(b.type(x).dtype)) return b.Op1("chlo.asinh", {x}, b.type(x));
   Value a = Abs(b, x);
   Value sq = Mul(b, a, a);
   Value r = Log1p(b, ir::Binary(b, "stablehlo.add", a,
@@ -661,15 +666,29 @@ Tensor& leaky_relu_out(const Tensor& x, const c10::Scalar& s, Tensor& o) {
 Tensor leaky_relu_backward(const Tensor& g, const Tensor& x, const c10::Scalar& s, bool) {
   return Grad(kLeakyReluGrad, g, x, {{}, {s.toDouble()}, {}});
 }
+// hardtanh is a clamp, for integer types too (CPU's checks and messages).
+Tensor HardtanhInto(const Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi,
+                    const Tensor* dst, bool out_form) {
+  const at::ScalarType t = x.scalar_type();
+  TORCH_CHECK(t != at::kBool, "Bool inputs not supported for hardtanh");
+  if (at::isIntegralType(t, /*includeBool=*/false)) {
+    TORCH_CHECK(c10::isSignedType(t) || (lo.toDouble() >= 0 && hi.toDouble() >= 0),
+                "cannot do hardtanh on an unsigned type with negative limits");
+    if (!dst) return at::clamp(x, lo, hi);
+    if (dst->is_same(x)) return at::clamp_(const_cast<Tensor&>(*dst), lo, hi);
+    return at::clamp_out(const_cast<Tensor&>(*dst), x, lo, hi);
+  }
+  return Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, dst, out_form);
+}
 Tensor hardtanh(const Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi) {
-  return Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, nullptr, false);
+  return HardtanhInto(x, lo, hi, nullptr, false);
 }
 Tensor& hardtanh_(Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi) {
-  Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, &x, false);
+  HardtanhInto(x, lo, hi, &x, false);
   return x;
 }
 Tensor& hardtanh_out(const Tensor& x, const c10::Scalar& lo, const c10::Scalar& hi, Tensor& o) {
-  Param(kHardtanh, x, {lo.toDouble(), hi.toDouble()}, &o, true);
+  HardtanhInto(x, lo, hi, &o, true);
   return o;
 }
 Tensor hardtanh_backward(const Tensor& g, const Tensor& x, const c10::Scalar& lo,

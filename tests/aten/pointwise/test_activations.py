@@ -102,3 +102,25 @@ def test_rrelu():
     a = F.rrelu(y.detach(), training=True).cpu()
     torch.manual_seed(3)
     assert torch.equal(F.rrelu(y.detach(), training=True).cpu(), a)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int64, torch.uint8])
+def test_hardtanh_integer_types_as_cpu(dtype):
+    x = torch.randint(0 if dtype == torch.uint8 else -50, 50, (37,), dtype=dtype)
+    lo, hi = (2, 20) if dtype == torch.uint8 else (-7, 9)
+    torch.testing.assert_close(torch.nn.functional.hardtanh(x.to("tpu"), lo, hi).cpu(),
+                               torch.nn.functional.hardtanh(x, lo, hi))
+    y = x.to("tpu")
+    torch.nn.functional.hardtanh_(y, lo, hi)
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.hardtanh(x, lo, hi))
+    with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+        torch.nn.functional.hardtanh(torch.ones(3, dtype=torch.bool, device="tpu"))
+    if dtype == torch.uint8:
+        with pytest.raises(RuntimeError, match="unsigned type with negative limits"):
+            torch.nn.functional.hardtanh(x.to("tpu"))
+
+
+def test_abs_of_unsigned():
+    x = torch.randint(0, 256, (19,)).to(torch.uint8)
+    torch.testing.assert_close(torch.abs(x.to("tpu")).cpu(), torch.abs(x))
+    torch.testing.assert_close(torch._refs.abs(x.to("tpu")).cpu(), torch.abs(x))

@@ -168,3 +168,9 @@ def test_sgn_complex(dtype):
     z[1, 0] = complex(-2.5, 0)
     for fn in (torch.sgn, torch.Tensor.sgn):
         assert_close(fn(z.to(TPU)).cpu(), fn(z))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_asinh(dtype):
+    z = torch.randn(64, dtype=dtype) * torch.logspace(-3, 3, 64)
+    torch.testing.assert_close(torch.asinh(z.to("tpu")).cpu(), torch.asinh(z))

@@ -395,9 +395,13 @@ VS LowerIndexFill(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out)
 }
 constexpr lazy::Lowering kIndexFill{"aten::index_fill_", &LowerIndexFill};
 
-Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index, lazy::Operand value) {
+Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index_in, lazy::Operand value) {
   CheckTpu("index_fill_", self, "self");
-  CheckTpu("index_fill_", index, "index");
+  // An index on the host is taken, as CPU takes it (it is only read).
+  TORCH_CHECK(index_in.device().is_cpu() || index_in.device() == self.device(),
+              "index_fill_: expected the index on ", self.device(), " or the CPU, got ",
+              index_in.device());
+  const Tensor index = OnTpu(index_in);
   TORCH_CHECK_INDEX(index.dim() <= 1, "Index has to be a vector/scalar");
   TORCH_CHECK(index.scalar_type() == at::kLong, "index_fill_(): Expected dtype int64 for index.");
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -407,7 +411,7 @@ Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index, lazy::Opera
   }
   if (index.numel() == 0 || self.numel() == 0) return self;
   Tensor x = self.dim() == 0 ? self.view({1}) : self;
-  RunInto(kIndexFill, {{d}, {}, {}}, {OperandOf(x), OperandOf(OnTpu(index)), value},
+  RunInto(kIndexFill, {{d}, {}, {}}, {OperandOf(x), OperandOf(index), value},
           {TypeOf(x.sizes(), self.scalar_type())}, {x});
   return self;
 }

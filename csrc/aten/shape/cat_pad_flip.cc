@@ -80,6 +80,9 @@ Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
 }
 Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   CatPlan p = PlanCat(tensors, dim);
+  TORCH_CHECK_TYPE(at::canCast(p.dtype, out.scalar_type()),
+                   "torch.cat(): input types can't be cast to the desired output type ",
+                   out.scalar_type());
   PrepareOut("cat", out, p.sizes, p.dtype);
   if (p.inputs.empty()) return out;
   RunInto(kCat, {{p.dim}, {}, {}}, p.inputs, {TypeOf(p.sizes, p.dtype)},

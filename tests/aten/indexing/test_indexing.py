@@ -358,3 +358,15 @@ def test_out_on_another_device_and_dtype_is_refused():
         torch.addcdiv(i, i, i)
     with pytest.raises(ValueError, match="step is 0 but must be > 0"):
         torch.ops.aten.unfold_backward(torch.randn(2, 3, device=TPU), [6], 0, 3, 0)
+
+
+def test_index_fill_takes_a_host_index_as_cpu():
+    x = torch.randn(4, 6)
+    idx = torch.tensor([0, 5, 2])
+    for dim, v in ((1, -2.5), (0, 7.0)):
+        i = idx[idx < x.shape[dim]]
+        t = x.to(TPU).index_fill_(dim, i, v)
+        assert_close(t.cpu(), x.clone().index_fill_(dim, i, v))
+    with pytest.raises(IndexError):
+        x.to(TPU).index_fill_(1, torch.tensor([6]), 0.0)
+        torch.tpu.synchronize()

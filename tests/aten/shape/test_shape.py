@@ -224,3 +224,13 @@ def test_cumprod():
     compare(lambda t: t.cumprod(1), x)
     compare(lambda t: t.cumprod(0), torch.randint(-3, 4, (5, 3)))
     compare_grad(lambda t: t.cumprod(1), x, atol=1e-5, rtol=1e-4)
+
+
+def test_cat_out_dtype_rules_as_cpu():
+    a, b = torch.randn(3), torch.randint(0, 9, (2,))
+    out = torch.empty(5, dtype=torch.float64, device="tpu")
+    torch.cat([a.to("tpu"), b.to("tpu")], out=out)
+    torch.testing.assert_close(out.cpu(), torch.cat([a, b]).double())
+    for dtype in (torch.uint8, torch.int32):
+        with pytest.raises(TypeError, match="input types can't be cast to the desired output type"):
+            torch.cat([a.to("tpu"), b.to("tpu")], out=torch.empty(5, dtype=dtype, device="tpu"))

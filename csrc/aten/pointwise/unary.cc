@@ -338,13 +338,25 @@ Tensor& UnaryOut(const UnaryOp& op, const Tensor& self, Tensor& out) {
   Tensor& name##__fn(Tensor& s) { return UnaryInplace(op, s); }             \
   Tensor& name##_out_fn(const Tensor& s, Tensor& o) { return UnaryOut(op, s, o); }
 TPU_UNARY_KERNELS(neg, kNeg)
-// abs of a complex tensor is real (pointwise/complex.cc).
-Tensor abs_fn(const Tensor& s) { return s.is_complex() ? ComplexToReal("abs", s) : Unary(kAbs, s); }
+// abs of a complex tensor is real (pointwise/complex.cc). CPU has no abs
+// for bool and the unsigned types wider than a byte.
+void CheckAbsDtype(const Tensor& s) {
+  const at::ScalarType t = s.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(t != at::kBool && t != at::kUInt16 && t != at::kUInt32 &&
+                                  t != at::kUInt64,
+                              "\"abs_tpu\" not implemented for '", c10::toString(t), "'");
+}
+Tensor abs_fn(const Tensor& s) {
+  CheckAbsDtype(s);
+  return s.is_complex() ? ComplexToReal("abs", s) : Unary(kAbs, s);
+}
 Tensor& abs__fn(Tensor& s) {
   TORCH_CHECK(!s.is_complex(), "In-place abs is not supported for complex tensors.");
+  CheckAbsDtype(s);
   return UnaryInplace(kAbs, s);
 }
 Tensor& abs_out_fn(const Tensor& s, Tensor& o) {
+  CheckAbsDtype(s);
   if (!s.is_complex()) return UnaryOut(kAbs, s, o);
   Tensor r = ComplexToReal("abs", s);
   PrepareOut("abs", o, r.sizes(), r.scalar_type());

@@ -124,3 +124,6 @@ def test_abs_of_unsigned():
     x = torch.randint(0, 256, (19,)).to(torch.uint8)
     torch.testing.assert_close(torch.abs(x.to("tpu")).cpu(), torch.abs(x))
     torch.testing.assert_close(torch._refs.abs(x.to("tpu")).cpu(), torch.abs(x))
+    for dtype in (torch.bool, torch.uint16, torch.uint32, torch.uint64):  # CPU has none
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            torch.abs(torch.ones(3, dtype=dtype, device="tpu"))

@@ -1,11 +1,14 @@
 #include "aten/tensor_bridge.h"
 
+#include "device/allocator.h"
+
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <c10/util/complex.h>
 
 #include <cstring>
 
@@ -28,6 +31,7 @@ ir::DType ToIr(at::ScalarType t) {
     case at::kDouble: return ir::DType::F64;
     case at::kComplexFloat: return ir::DType::C64;
     case at::kComplexDouble: return ir::DType::C128;
+    case at::kComplexHalf: return ir::DType::C32;
     case at::kFloat8_e5m2: return ir::DType::F8E5M2;
     case at::kFloat8_e4m3fn: return ir::DType::F8E4M3FN;
     case at::kFloat8_e5m2fnuz: return ir::DType::F8E5M2FNUZ;
@@ -54,6 +58,7 @@ at::ScalarType ToAten(ir::DType t) {
     case ir::DType::F64: return at::kDouble;
     case ir::DType::C64: return at::kComplexFloat;
     case ir::DType::C128: return at::kComplexDouble;
+    case ir::DType::C32: return at::kComplexHalf;
     case ir::DType::F8E5M2: return at::kFloat8_e5m2;
     case ir::DType::F8E4M3FN: return at::kFloat8_e4m3fn;
     case ir::DType::F8E5M2FNUZ: return at::kFloat8_e5m2fnuz;
@@ -66,8 +71,38 @@ ir::TensorType TypeOf(at::IntArrayRef sizes, at::ScalarType dtype) {
   return ir::TensorType{ToIr(dtype), sizes.vec()};
 }
 
+namespace {
+
+// The slot of t's storage and t's offset into it in elements: its storage
+// offset, plus where the storage starts in the slot when the storage is a
+// byte slice of another (UntypedStorage[start:end] offsets the pointer).
+lazy::StorageSlot* SlotAndOffset(const at::Tensor& t, int64_t* offset) {
+  *offset = t.storage_offset();
+  const c10::DataPtr& p = t.storage().data_ptr();
+  if (p.get() == nullptr) return nullptr;
+  size_t bytes = 0;
+  lazy::StorageSlot* slot = device::SlotAt(p, &bytes);
+  TORCH_CHECK(slot != nullptr, "tpu: tensor data at ", p.get(),
+              " is not in a live tpu storage (was its storage made from a foreign pointer?)");
+  if (bytes != 0) {
+    const size_t itemsize = t.element_size();
+    TORCH_CHECK_NOT_IMPLEMENTED(bytes % itemsize == 0, "tpu: a ", t.scalar_type(),
+                                " tensor on a byte slice of a tpu storage that starts at byte ",
+                                bytes, ", not at a whole element; slice the tensor instead");
+    *offset += static_cast<int64_t>(bytes / itemsize);
+  }
+  return slot;
+}
+
+}  // namespace
+
 lazy::StorageSlot* SlotOf(const at::Tensor& t) {
-  return static_cast<lazy::StorageSlot*>(t.storage().data_ptr().get());
+  int64_t offset = 0;
+  lazy::StorageSlot* slot = SlotAndOffset(t, &offset);
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      offset == t.storage_offset(), "tpu: this op does not take a tensor on a byte slice of a "
+      "tpu storage (UntypedStorage[start:end] with start > 0); slice the tensor instead");
+  return slot;
 }
 
 void CheckTpu(const char* op, const at::Tensor& t, const char* arg) {
@@ -102,6 +137,7 @@ lazy::Operand ScalarOperand(const c10::Scalar& s, at::ScalarType dtype) {
     TPU_SCALAR_CASE(double, Double)
     TPU_SCALAR_CASE(c10::complex<float>, ComplexFloat)
     TPU_SCALAR_CASE(c10::complex<double>, ComplexDouble)
+    TPU_SCALAR_CASE(c10::complex<c10::Half>, ComplexHalf)
 #undef TPU_SCALAR_CASE
 #define TPU_SCALAR_CASE(T, name)                      \
   case at::ScalarType::name: {                        \
@@ -131,13 +167,14 @@ lazy::Operand OperandOf(const at::Tensor& t) {
   }
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
               "expected a tpu tensor but got one on ", t.device());
-  lazy::StorageSlot* slot = SlotOf(t);
+  int64_t offset = 0;
+  lazy::StorageSlot* slot = SlotAndOffset(t, &offset);
   TORCH_CHECK(slot != nullptr || t.numel() == 0, "tpu tensor without storage");
   const ir::DType dtype = ToIr(t.scalar_type());
   lazy::Operand o;
   o.view.sizes = t.sizes().vec();
   o.view.strides = t.strides().vec();
-  o.view.offset = t.storage_offset();
+  o.view.offset = offset;
   o.view.dtype = dtype;
   if (slot == nullptr || slot->node == nullptr) {
     // Never written (torch.empty): PyTorch leaves it undefined; we read zeros.
@@ -210,9 +247,9 @@ void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,
     if (!allow_overlap) at::assert_no_internal_overlap(d);
     lazy::OutputTarget t;
     t.type = out_types[i];
-    t.slot = SlotOf(d);
-    t.view = lazy::ViewSpec{d.sizes().vec(), d.strides().vec(), d.storage_offset(),
-                            ToIr(d.scalar_type())};
+    int64_t offset = 0;
+    t.slot = SlotAndOffset(d, &offset);
+    t.view = lazy::ViewSpec{d.sizes().vec(), d.strides().vec(), offset, ToIr(d.scalar_type())};
     targets.push_back(std::move(t));
   }
   lazy::Executor::Get().Run(op, std::move(attrs), std::move(inputs), std::move(targets));

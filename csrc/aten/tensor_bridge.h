@@ -18,8 +18,10 @@ ir::DType ToIr(at::ScalarType t);  // throws TypeError for unsupported dtypes
 at::ScalarType ToAten(ir::DType t);
 // A dtype as an Attrs integer.
 inline int64_t IrCode(at::ScalarType t) { return static_cast<int64_t>(ToIr(t)); }
-// PyTorch computes half, bfloat16 and float8 math in float32 ("opmath").
+// PyTorch computes half, bfloat16 and float8 math in float32 ("opmath"),
+// complex32 in complex64 (on tpu complex32 is only stored: ir::DType::C32).
 inline at::ScalarType OpMathType(at::ScalarType t) {
+  if (t == at::kComplexHalf) return at::kComplexFloat;
   return (t == at::kHalf || t == at::kBFloat16 || at::isFloat8Type(t)) ? at::kFloat : t;
 }
 

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "device/allocator.h"
 #include "lazy/executor.h"
 #include "aten/tensor_bridge.h"
 #include "aten/indexing/index_checks.h"
@@ -333,7 +334,8 @@ class CapturedGraph {
           if (!st) {
             st = c10::Storage(c10::Storage::use_byte_size_t(), o.nbytes,
                               c10::GetAllocator(c10::DeviceType::PrivateUse1), true);
-            auto* slot = static_cast<lazy::StorageSlot*>(st.data_ptr().get());
+            size_t at = 0;
+            auto* slot = device::SlotAt(st.data_ptr(), &at);
             if (slot) slot->node = o.index >= 0 ? results[o.index] : o.constant;
           }
           at::Tensor t = at::detail::make_tensor<c10::TensorImpl>(

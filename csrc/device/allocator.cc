@@ -5,13 +5,66 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace tpu::device {
 
 namespace {
-void DeleteSlot(void* p) { delete static_cast<lazy::StorageSlot*>(p); }
+
+// Device addresses. Each storage owns a range of addresses of its own, as
+// device memory would, so that data_ptr() values of different storages
+// never overlap (code that finds shared storages by address ranges, as
+// safetensors does, sees the truth) and an address inside a storage (a
+// byte slice of an UntypedStorage: PyTorch offsets the data pointer) leads
+// back to it. Addresses are never dereferenced; they are handed out from a
+// range no host pointer uses, 512-byte aligned as CUDA's, and not reused
+// (2^63 - 2^56 bytes last a process far longer than it runs).
+constexpr uintptr_t kFirstAddress = uintptr_t{1} << 56;
+constexpr uintptr_t kAlign = 512;
+
+struct AddressSpace {
+  std::mutex mu;
+  uintptr_t next = kFirstAddress;
+  std::map<uintptr_t, lazy::StorageSlot*> live;  // by first address
+};
+AddressSpace& Addresses() {
+  static auto* a = new AddressSpace();  // never destroyed: storages outlive static teardown
+  return *a;
+}
+
+void DeleteSlot(void* p) {
+  auto* slot = static_cast<lazy::StorageSlot*>(p);
+  {
+    AddressSpace& as = Addresses();
+    std::lock_guard<std::mutex> lock(as.mu);
+    as.live.erase(slot->addr);
+  }
+  delete slot;
+}
+
 }  // namespace
+
+lazy::StorageSlot* SlotAt(const c10::DataPtr& p, size_t* byte_offset) {
+  *byte_offset = 0;
+  const auto addr = reinterpret_cast<uintptr_t>(p.get());
+  if (p.get_deleter() == &DeleteSlot) {
+    auto* slot = static_cast<lazy::StorageSlot*>(p.get_context());
+    *byte_offset = addr - slot->addr;
+    return slot;
+  }
+  if (addr < kFirstAddress) return nullptr;
+  AddressSpace& as = Addresses();
+  std::lock_guard<std::mutex> lock(as.mu);
+  auto it = as.live.upper_bound(addr);
+  if (it == as.live.begin()) return nullptr;
+  --it;
+  lazy::StorageSlot* slot = it->second;
+  if (addr > slot->addr + slot->nbytes) return nullptr;  // the end: an empty slice
+  *byte_offset = addr - slot->addr;
+  return slot;
+}
 
 namespace {
 std::string FormatBytes(double n) {
@@ -46,10 +99,19 @@ void CheckCanAllocate(size_t nbytes) {
 c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
   if (nbytes > 0) CheckCanAllocate(nbytes);
   auto* slot = new lazy::StorageSlot(nbytes);
-  return c10::DataPtr(slot, slot, &DeleteSlot, c10::Device(c10::DeviceType::PrivateUse1, ProcessDevice()));
+  {
+    AddressSpace& as = Addresses();
+    std::lock_guard<std::mutex> lock(as.mu);
+    slot->addr = as.next;
+    as.next += (std::max<size_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
+    as.live.emplace(slot->addr, slot);
+  }
+  return c10::DataPtr(reinterpret_cast<void*>(slot->addr), slot, &DeleteSlot,
+                      c10::Device(c10::DeviceType::PrivateUse1, ProcessDevice()));
 }
 
-c10::DeleterFnPtr TpuAllocator::raw_deleter() const { return &DeleteSlot; }
+// No raw_allocate: a data pointer is an address, not its context.
+c10::DeleterFnPtr TpuAllocator::raw_deleter() const { return nullptr; }
 
 void TpuAllocator::copy_data(void*, const void*, std::size_t) const {
   TORCH_CHECK(false, "tpu storages cannot be copied byte-wise; use tensor.copy_()");

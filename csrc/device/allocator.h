@@ -4,6 +4,10 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+namespace tpu::lazy {
+struct StorageSlot;
+}
+
 namespace tpu::device {
 
 class TpuAllocator final : public c10::DeviceAllocator {
@@ -27,6 +31,10 @@ class TpuAllocator final : public c10::DeviceAllocator {
 };
 
 TpuAllocator* GetTpuAllocator();
+// The slot behind a tpu data pointer, and the byte offset into its storage
+// that the pointer is at (0 but for byte slices of an UntypedStorage).
+// Null for a pointer that is not in a live tpu storage.
+lazy::StorageSlot* SlotAt(const c10::DataPtr& p, size_t* byte_offset);
 // Raises torch.OutOfMemoryError, with the figures CUDA's message gives, when
 // `nbytes` more would exceed what this process may hold on the device.
 void CheckCanAllocate(size_t nbytes);

@@ -90,8 +90,9 @@ constexpr lazy::Lowering kRetypeStorage{"tpu::retype_storage", &LowerRetypeStora
 // The buffer takes the tensor's shape when the tensor is all of it (as an
 // op's output would be), else it is flat.
 void RetypeBytes(const Tensor& self, const c10::Storage& storage) {
-  auto* slot = static_cast<lazy::StorageSlot*>(storage.data_ptr().get());
-  if (slot == nullptr || !slot->node || slot->node->type().dtype != ir::DType::U8) return;
+  size_t at = 0;
+  auto* slot = SlotAt(storage.data_ptr(), &at);
+  if (slot == nullptr || at != 0 || !slot->node || slot->node->type().dtype != ir::DType::U8) return;
   const at::ScalarType dtype = self.scalar_type();
   if (dtype == at::kByte || dtype == at::kBool) return;
   const int64_t itemsize = static_cast<int64_t>(c10::elementSize(dtype));
@@ -111,9 +112,10 @@ void RetypeBytes(const Tensor& self, const c10::Storage& storage) {
 }  // namespace
 
 void ResizeStorageBytes(const c10::Storage& storage, size_t newsize) {
-  auto* old_slot = static_cast<lazy::StorageSlot*>(storage.data_ptr().get());
+  size_t at = 0;
+  auto* old_slot = SlotAt(storage.data_ptr(), &at);
   c10::DataPtr fresh = GetTpuAllocator()->allocate(newsize);
-  auto* slot = static_cast<lazy::StorageSlot*>(fresh.get());
+  auto* slot = SlotAt(fresh, &at);
   if (old_slot && old_slot->node) {
     const lazy::NodePtr& node = old_slot->node;
     const size_t itemsize = node->nbytes() / std::max<int64_t>(node->type().numel(), 1);
@@ -198,7 +200,9 @@ bool has_compatible_shallow_copy_type(const Tensor& self, const Tensor& from) {
 // The value of a tensor whose conjugate / negative bit is set.
 std::vector<ir::Value> LowerResolveBits(ir::Builder& b, const std::vector<ir::Value>& in,
                                         const lazy::Attrs& a, const std::vector<ir::TensorType>&) {
-  ir::Value x = in[0];
+  const ir::DType stored = b.type(in[0]).dtype;
+  // complex32 is computed in complex64
+  ir::Value x = stored == ir::DType::C32 ? ir::Convert(b, in[0], ir::DType::C64) : in[0];
   const ir::TensorType t = b.type(x);
   if (a.ints[0] && ir::IsComplex(t.dtype)) {
     const ir::TensorType part{t.dtype == ir::DType::C64 ? ir::DType::F32 : ir::DType::F64, t.dims};
@@ -207,7 +211,7 @@ std::vector<ir::Value> LowerResolveBits(ir::Builder& b, const std::vector<ir::Va
     x = b.Op1("stablehlo.complex", {re, im}, t);
   }
   if (a.ints[1]) x = ir::Unary(b, "stablehlo.negate", x);
-  return {x};
+  return {ir::Convert(b, x, stored)};
 }
 constexpr lazy::Lowering kResolveBits{"aten::resolve_conj", &LowerResolveBits};
 

@@ -25,6 +25,7 @@ const char* DTypeName(DType t) {
     case DType::F8E4M3FN: return "f8E4M3FN";
     case DType::F8E5M2FNUZ: return "f8E5M2FNUZ";
     case DType::F8E4M3FNUZ: return "f8E4M3FNUZ";
+    case DType::C32: return "ui32";
   }
   return "?";
 }
@@ -52,7 +53,7 @@ int BitWidth(DType t) {
     case DType::F8E5M2: case DType::F8E4M3FN: case DType::F8E5M2FNUZ: case DType::F8E4M3FNUZ:
       return 8;
     case DType::S16: case DType::U16: case DType::F16: case DType::BF16: return 16;
-    case DType::S32: case DType::U32: case DType::F32: return 32;
+    case DType::S32: case DType::U32: case DType::F32: case DType::C32: return 32;
     case DType::S64: case DType::U64: case DType::F64: case DType::C64: return 64;
     case DType::C128: return 128;
   }
@@ -100,10 +101,40 @@ Value Builder::Param(const TensorType& type, std::vector<Attr> attrs) {
   return v;
 }
 
+namespace {
+
+// The ops that move complex32 values without computing on them: on its
+// packed ui32 form they give the same bits a complex<f16> op would. Regions
+// (a scatter's combiner, a sort's comparator) are checked op by op.
+bool MovesC32(const std::string& name) {
+  static const char* const kMoves[] = {
+      "stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice",
+      "stablehlo.concatenate", "stablehlo.reshape", "stablehlo.transpose",
+      "stablehlo.broadcast_in_dim", "stablehlo.select", "stablehlo.pad", "stablehlo.gather",
+      "stablehlo.scatter", "stablehlo.reverse", "stablehlo.bitcast_convert", "stablehlo.return",
+      "stablehlo.sort", "stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.while",
+      "stablehlo.case", "stablehlo.if", "stablehlo.tuple", "stablehlo.get_tuple_element",
+      "stablehlo.optimization_barrier", "stablehlo.set_dimension_size",
+      "stablehlo.all_gather", "stablehlo.all_to_all", "stablehlo.collective_permute",
+      "stablehlo.all_reduce", "stablehlo.reduce_scatter",
+  };
+  for (const char* m : kMoves)
+    if (name == m) return true;
+  return false;
+}
+
+}  // namespace
+
 std::vector<Value> Builder::Op(const std::string& name, const std::vector<Value>& operands,
                                const std::vector<TensorType>& results, std::vector<Attr> attrs,
                                std::vector<Region> regions) {
-  for (Value v : operands) type(v);  // validates ids
+  bool c32 = false;
+  for (Value v : operands) c32 = c32 || type(v).dtype == DType::C32;  // also validates ids
+  for (const TensorType& t : results) c32 = c32 || t.dtype == DType::C32;
+  if (c32 && !MovesC32(name))
+    throw std::invalid_argument(
+        "this op does not support complex32 (torch.chalf) on tpu yet (it would need " + name +
+        " on complex<f16>); convert the tensor with .to(torch.complex64) first");
   OpRec rec;
   rec.name = name;
   rec.operands = operands;

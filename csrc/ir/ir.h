@@ -16,6 +16,13 @@ enum class DType : uint8_t {
   PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128,
   // float8 (OCP e5m2 and e4m3fn; the fnuz variants: no negative zero, one NaN)
   F8E5M2, F8E4M3FN, F8E5M2FNUZ, F8E4M3FNUZ,
+  // complex32 (torch.chalf): StableHLO has no complex<f16>, so it is a
+  // storage type. Each element is one ui32 holding the real part's f16 bits
+  // (low half) and the imaginary part's (high half), the bytes of
+  // c10::complex<c10::Half>. Ops move these values as they are (slice,
+  // gather, concatenate, select, bitcast) and compute in complex64:
+  // Convert unpacks and packs, and the Builder refuses any other op on them.
+  C32,
 };
 bool IsFloat8(DType t);
 const char* DTypeName(DType t);  // MLIR element type: "i1", "f32", "ui8", ...

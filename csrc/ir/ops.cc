@@ -111,6 +111,7 @@ const char* CmpName(Cmp c) {
 }  // namespace
 
 Value ConstantF(Builder& b, double v, DType t) {
+  if (t == DType::C32) return Convert(b, ConstantF(b, v, DType::C64), DType::C32);
   if (IsFloat8(t)) {
     // An f32 literal converted (round to nearest even, as XLA converts);
     // the types without infinities saturate it to their largest finite value.
@@ -131,7 +132,7 @@ Value ConstantF(Builder& b, double v, DType t) {
 }
 
 Value ConstantI(Builder& b, int64_t v, DType t) {
-  if (IsFloat(t) || IsComplex(t)) return ConstantF(b, static_cast<double>(v), t);
+  if (IsFloat(t) || IsComplex(t) || t == DType::C32) return ConstantF(b, static_cast<double>(v), t);
   if (t == DType::PRED) return ScalarConstant(b, v != 0 ? "true" : "false", t);
   if (IsUnsigned(t) && t == DType::U64)
     return ScalarConstant(b, std::to_string(static_cast<uint64_t>(v)), t);
@@ -167,9 +168,46 @@ Value Full(Builder& b, Value scalar, const Dims& dims) {
   return BroadcastInDim(b, scalar, dims, {});
 }
 
+namespace {
+
+// complex32 <-> complex64 (see DType::C32): the packed ui32 elements split
+// into their two f16 halves, and back (each part rounded to f16 to nearest
+// even, as c10::complex<c10::Half> converts).
+Value UnpackC32(Builder& b, Value x) {
+  const Dims dims = b.type(x).dims;
+  Dims two = dims;
+  two.push_back(2);
+  Value halves = b.Op1("stablehlo.bitcast_convert", {x}, TensorType{DType::F16, two});
+  auto part = [&](int64_t i) {
+    Dims start(two.size(), 0), limit = two;
+    start.back() = i;
+    limit.back() = i + 1;
+    Value p = Reshape(b, Slice(b, halves, start, limit, Dims(two.size(), 1)), dims);
+    return Convert(b, p, DType::F32);
+  };
+  return b.Op1("stablehlo.complex", {part(0), part(1)}, TensorType{DType::C64, dims});
+}
+
+Value PackC32(Builder& b, Value c64) {
+  const Dims dims = b.type(c64).dims;
+  Dims one = dims;
+  one.push_back(1);
+  auto part = [&](const char* op) {
+    Value p = b.Op1(op, {c64}, TensorType{DType::F32, dims});
+    return Reshape(b, Convert(b, p, DType::F16), one);
+  };
+  Value halves = Concatenate(b, {part("stablehlo.real"), part("stablehlo.imag")},
+                             static_cast<int64_t>(dims.size()));
+  return b.Op1("stablehlo.bitcast_convert", {halves}, TensorType{DType::C32, dims});
+}
+
+}  // namespace
+
 Value Convert(Builder& b, Value x, DType to) {
   const TensorType& t = b.type(x);
   if (t.dtype == to) return x;
+  if (t.dtype == DType::C32) return Convert(b, UnpackC32(b, x), to);
+  if (to == DType::C32) return PackC32(b, Convert(b, x, DType::C64));
   if (to == DType::PRED) {
     // x != 0, as PyTorch's bool conversion (and well-defined for NaN).
     Value zero = Full(b, ConstantI(b, 0, t.dtype), t.dims);

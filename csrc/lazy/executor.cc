@@ -38,6 +38,7 @@ pjrt::ElementType ToPjrt(ir::DType t) {
     case ir::DType::F64: return E::F64;
     case ir::DType::C64: return E::C64;
     case ir::DType::C128: return E::C128;
+    case ir::DType::C32: return E::U32;  // packed (see ir::DType::C32)
     case ir::DType::F8E5M2: return E::F8E5M2;
     case ir::DType::F8E4M3FN: return E::F8E4M3FN;
     case ir::DType::F8E5M2FNUZ: return E::F8E5M2FNUZ;

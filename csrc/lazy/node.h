@@ -74,6 +74,7 @@ using NodePtr = std::shared_ptr<BufferNode>;
 struct StorageSlot {
   explicit StorageSlot(size_t n) : nbytes(n) {}
   size_t nbytes;
+  uintptr_t addr = 0;  // the storage's device address (device/allocator.cc)
   NodePtr node;  // null until first written
 };
 

@@ -391,3 +391,25 @@ def test_tensor_constructor_on_tpu():
     assert torch.equal(t.cpu(), torch.tensor(data))
     t16 = torch.tensor(data, dtype=torch.float16, device=TPU)
     assert torch.equal(t16.cpu(), torch.tensor(data, dtype=torch.float16))
+
+
+def test_storage_byte_slices_and_disjoint_addresses():
+    # UntypedStorage[start:end] offsets the data pointer, as on CUDA: the
+    # slice reads and writes the bytes of the storage it is cut from.
+    v = torch.arange(15, dtype=torch.float32).reshape(3, 5).to("tpu")
+    s = v.untyped_storage()
+    host = v.cpu().untyped_storage()
+    assert list(s[4:8]) == list(host[4:8])
+    t = torch.empty(0, dtype=torch.float32, device="tpu").set_(s[8:60])
+    assert torch.equal(t.cpu(), torch.arange(2, 15, dtype=torch.float32))
+    torch.empty(0, dtype=torch.float32, device="tpu").set_(s[4:8]).fill_(7.0)
+    assert v[0, 1].item() == 7.0
+    with pytest.raises(NotImplementedError, match="byte slice"):
+        torch.empty(0, dtype=torch.float32, device="tpu").set_(s[2:10]).cpu()
+    # data pointers are device addresses: distinct storages never overlap
+    a = torch.zeros(1000, device="tpu")
+    b = torch.zeros(1000, device="tpu")
+    ra = (a.data_ptr(), a.data_ptr() + a.untyped_storage().nbytes())
+    rb = (b.data_ptr(), b.data_ptr() + b.untyped_storage().nbytes())
+    assert ra[1] <= rb[0] or rb[1] <= ra[0]
+    assert v[1].data_ptr() - v.data_ptr() == 5 * 4

@@ -41,11 +41,15 @@ Tensor& angle_out_tpu(const Tensor& self, Tensor& out) { return CopyInto("angle"
 // in = (x complex); out = conj(x).
 VS LowerConj(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
   const ir::TensorType& t = out[0];
-  const DType rt = t.dtype == DType::C128 ? DType::F64 : DType::F32;
-  Value x = ir::Convert(b, in[0], t.dtype);
+  // complex32 is computed in complex64
+  const DType ct = t.dtype == DType::C128 ? DType::C128 : DType::C64;
+  const DType rt = ct == DType::C128 ? DType::F64 : DType::F32;
+  Value x = ir::Convert(b, in[0], ct);
   Value re = b.Op1("stablehlo.real", {x}, ir::TensorType{rt, t.dims});
   Value im = b.Op1("stablehlo.imag", {x}, ir::TensorType{rt, t.dims});
-  return {b.Op1("stablehlo.complex", {re, ir::Unary(b, "stablehlo.negate", im)}, t)};
+  Value z = b.Op1("stablehlo.complex", {re, ir::Unary(b, "stablehlo.negate", im)},
+                  ir::TensorType{ct, t.dims});
+  return {ir::Convert(b, z, t.dtype)};
 }
 constexpr lazy::Lowering kConj{"aten::conj_physical", &LowerConj};
 

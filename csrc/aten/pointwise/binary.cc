@@ -52,7 +52,7 @@ ElementwiseMeta BinaryMeta(const char* name, const Tensor& a, const Tensor& b, K
       break;
     case Kind::kCompare:
       m.result = at::kBool;
-      m.compute = common;
+      m.compute = common == at::kComplexHalf ? at::kComplexFloat : common;  // stored only
       break;
     case Kind::kLogical:
       m.result = at::kBool;

@@ -15,21 +15,28 @@ namespace tpu::ops {
 
 namespace {
 
+// complex32 is stored packed and computed in complex64.
 DType PartOf(DType c) { return c == DType::C128 ? DType::F64 : DType::F32; }
+Value Computable(Builder& b, Value z) {
+  return b.type(z).dtype == DType::C32 ? ir::Convert(b, z, DType::C64) : z;
+}
 
 Value Real(Builder& b, Value z) {
+  z = Computable(b, z);
   const auto& t = b.type(z);
   return b.Op1("stablehlo.real", {z}, ir::TensorType{PartOf(t.dtype), t.dims});
 }
 Value Imag(Builder& b, Value z) {
+  z = Computable(b, z);
   const auto& t = b.type(z);
   return b.Op1("stablehlo.imag", {z}, ir::TensorType{PartOf(t.dtype), t.dims});
 }
 
 // ins = (z) -> |z| (stablehlo.abs of a complex has the part's type)
 VS LowerComplexAbs(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
-  const auto& t = b.type(in[0]);
-  Value r = b.Op1("stablehlo.abs", {in[0]}, ir::TensorType{PartOf(t.dtype), t.dims});
+  Value z = Computable(b, in[0]);
+  const auto& t = b.type(z);
+  Value r = b.Op1("stablehlo.abs", {z}, ir::TensorType{PartOf(t.dtype), t.dims});
   return {ir::Convert(b, r, out[0].dtype)};
 }
 constexpr lazy::Lowering kComplexAbs{"aten::abs.complex", &LowerComplexAbs};
@@ -53,7 +60,9 @@ VS LowerMakeComplex(Builder& b, const VS& in, const lazy::Attrs& a, const TT& ou
     x = re;
     y = im;
   }
-  return {b.Op1("stablehlo.complex", {x, y}, out[0])};
+  const DType ct = part == DType::F64 ? DType::C128 : DType::C64;  // complex32: computed as 64
+  Value z = b.Op1("stablehlo.complex", {x, y}, ir::TensorType{ct, out[0].dims});
+  return {ir::Convert(b, z, out[0].dtype)};
 }
 constexpr lazy::Lowering kMakeComplex{"aten::complex", &LowerMakeComplex};
 
@@ -66,8 +75,7 @@ Tensor& MakeComplex(const char* op, const Tensor& a, const Tensor& b, bool polar
               b.scalar_type());
   TORCH_CHECK(dt == b.scalar_type(), "Expected object of scalar type ", dt,
               " but got scalar type ", b.scalar_type(), " for second argument");
-  TORCH_CHECK(dt != at::kHalf, op, ": complex32 is not supported on tpu");
-  const auto ct = dt == at::kDouble ? at::kComplexDouble : at::kComplexFloat;
+  const auto ct = c10::toComplexType(dt);
   TORCH_CHECK(out.scalar_type() == ct, "Expected object of scalar type ", ct,
               " but got scalar type ", out.scalar_type(), " for argument 'out'");
   const auto sizes = at::infer_size(a.sizes(), b.sizes());

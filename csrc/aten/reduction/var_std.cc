@@ -25,15 +25,17 @@ VS LowerVar(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const int64_t kind = a.ints[0];
   const auto acc = static_cast<DType>(a.ints[1]);
   ir::Dims dims(a.ints.begin() + 2, a.ints.end());
-  const ir::TensorType t = b.type(in[0]);
+  // complex32 is computed in complex64
+  const Value x = b.type(in[0]).dtype == DType::C32 ? ir::Convert(b, in[0], DType::C64) : in[0];
+  const ir::TensorType t = b.type(x);
   const bool cplx = ir::IsComplex(t.dtype);
   std::vector<Value> parts;
   if (cplx) {
     const DType rt = t.dtype == DType::C64 ? DType::F32 : DType::F64;
-    parts.push_back(ir::Convert(b, b.Op1("stablehlo.real", {in[0]}, ir::TensorType{rt, t.dims}), acc));
-    parts.push_back(ir::Convert(b, b.Op1("stablehlo.imag", {in[0]}, ir::TensorType{rt, t.dims}), acc));
+    parts.push_back(ir::Convert(b, b.Op1("stablehlo.real", {x}, ir::TensorType{rt, t.dims}), acc));
+    parts.push_back(ir::Convert(b, b.Op1("stablehlo.imag", {x}, ir::TensorType{rt, t.dims}), acc));
   } else {
-    parts.push_back(ir::Convert(b, in[0], acc));
+    parts.push_back(ir::Convert(b, x, acc));
   }
   Value ss;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -174,3 +174,71 @@ def test_sgn_complex(dtype):
 def test_complex_asinh(dtype):
     z = torch.randn(64, dtype=dtype) * torch.logspace(-3, 3, 64)
     torch.testing.assert_close(torch.asinh(z.to("tpu")).cpu(), torch.asinh(z))
+
+
+# ---- complex32 (torch.chalf): stored packed, computed in complex64 ----
+
+def _chalf(*shape):
+    return torch.complex(torch.randn(*shape), torch.randn(*shape)).to(torch.chalf)
+
+
+def test_chalf_round_trip_and_views():
+    z = _chalf(3, 5)
+    t = z.to(TPU)
+    assert t.dtype == torch.chalf and torch.equal(t.cpu().view(torch.int32), z.view(torch.int32))
+    # views, slices and indexing move the values as they are
+    assert torch.equal(t.t().contiguous().cpu().view(torch.int32), z.t().contiguous().view(torch.int32))
+    assert torch.equal(t[1:, ::2].cpu().view(torch.int32), z[1:, ::2].view(torch.int32))
+    idx = torch.tensor([2, 0, 2])
+    assert torch.equal(t[idx].cpu().view(torch.int32), z[idx].view(torch.int32))
+    assert torch.equal(torch.cat([t, t]).cpu().view(torch.int32), torch.cat([z, z]).view(torch.int32))
+    # view_as_real is a view of the same storage: writes show through
+    r = torch.view_as_real(t)
+    assert r.dtype == torch.half and torch.equal(r.cpu(), torch.view_as_real(z))
+    r[0, 0, 1] = 5.0
+    assert t[0, 0].item() == complex(z[0, 0].real.item(), 5.0)
+    assert torch.equal(t.view(torch.int32).cpu(), t.cpu().view(torch.int32))
+
+
+def test_chalf_arithmetic_matches_cpu():
+    a, b = _chalf(4, 6), _chalf(4, 6)
+    ta, tb = a.to(TPU), b.to(TPU)
+    for fn in (torch.add, torch.sub, torch.mul):
+        assert torch.equal(fn(ta, tb).cpu().view(torch.int32), fn(a, b).view(torch.int32)), fn
+    assert_close(ta.abs().cpu(), a.abs())
+    assert_close((ta * 2).cpu(), a * 2)
+    # conjugation: the lazy conj bit resolved on copy, and conj_physical
+    bits = lambda z: z.view(torch.int32)  # CPU has no complex32 torch.equal
+    assert torch.equal(bits(ta.conj().resolve_conj().cpu()), bits(a.conj().resolve_conj()))
+    assert torch.equal(bits(torch.conj_physical(ta).cpu()), bits(torch.conj_physical(a)))
+    assert torch.equal(torch.isfinite(ta).cpu(), torch.isfinite(a))
+    # (CPU has no complex32 comparison: compared as complex64)
+    assert torch.equal((ta == tb).cpu(), a.cfloat() == b.cfloat())
+    assert torch.equal((ta == ta).cpu(), a.cfloat() == a.cfloat())
+
+
+def test_chalf_conversions_round_like_cpu():
+    x = torch.randn(1000, dtype=torch.float64) * 100
+    tx = x.to(TPU)
+    for src in (x, x.float(), torch.complex(x, -x)):
+        got = src.to(TPU).to(torch.chalf).cpu()
+        assert torch.equal(got.view(torch.int32), src.to(torch.chalf).view(torch.int32))
+    c = _chalf(100)
+    for dst in (torch.complex64, torch.complex128, torch.float32, torch.half):
+        assert torch.equal(c.to(TPU).to(dst).cpu(), c.to(dst)), dst
+    c2 = _chalf(100)
+    assert torch.equal(c2.to(TPU).to(torch.chalf).cpu().view(torch.int32), c2.view(torch.int32))
+    assert torch.equal(torch.complex(tx.half(), -tx.half()).cpu().view(torch.int32),
+                       torch.complex(x.half(), -x.half()).view(torch.int32))
+    assert torch.full((3,), 1.5 - 2j, dtype=torch.chalf, device=TPU).cpu().tolist() == [1.5 - 2j] * 3
+
+
+def test_chalf_random_fill():
+    z = torch.randn(20000, dtype=torch.chalf, device=TPU).cpu().to(torch.complex64)
+    assert abs(z.real.var().item() - 0.5) < 0.03 and abs(z.imag.var().item() - 0.5) < 0.03
+
+
+def test_chalf_unsupported_op_is_an_error_not_garbage():
+    t = _chalf(3, 3).to(TPU)
+    with pytest.raises(RuntimeError, match="complex32"):
+        torch.mm(t, t).cpu()

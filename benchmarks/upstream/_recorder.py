@@ -10,7 +10,8 @@ knows which test was running when the child dies (a crash or a time-out):
 Node ids listed (one per line) in ``TORCH_TPU_UPSTREAM_SKIP`` are deselected:
 the tests a crashed child had finished, and the one it crashed in. With
 ``TORCH_TPU_UPSTREAM_ONLY`` only the listed node ids are kept (the CPU
-control run of the failing tests). ``TORCH_TPU_UPSTREAM_SAMPLE=N`` keeps the
+control run of the failing tests). ``TORCH_TPU_UPSTREAM_PRECISION`` (default, high, highest) sets the f32
+matmul precision of the tests' thread. ``TORCH_TPU_UPSTREAM_SAMPLE=N`` keeps the
 tests whose node id hashes (CRC-32) to 0 modulo N: a fixed, spread-out
 1-in-N sample of a file too large to run whole (not applied to an ONLY list).
 """
@@ -40,6 +41,14 @@ def _read_ids(var):
 def pytest_configure(config):
     global _LOG
     _LOG = open(os.environ["TORCH_TPU_UPSTREAM_LOG"], "a", buffering=1)
+    # The tests compare f32 matmuls with CPU's f32 results: run them at the
+    # precision asked for (run.py --matmul-precision), on this (the tests')
+    # thread, as torch.tpu.precision would.
+    mode = os.environ.get("TORCH_TPU_UPSTREAM_PRECISION")
+    if mode and os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1") != "0":
+        import torch_tpu
+        from torch_tpu.tpu import Precision
+        torch_tpu._C._set_precision_override(int(Precision[mode.upper()]))
 
 
 def pytest_collection_modifyitems(session, config, items):

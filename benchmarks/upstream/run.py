@@ -175,6 +175,10 @@ def main():
     ap.add_argument("-k", default=None, help="pytest -k expression")
     ap.add_argument("--sample", type=int, default=1,
                     help="run the 1-in-N sample of the tests whose id hashes to 0 mod N")
+    ap.add_argument("--matmul-precision", choices=["default", "high", "highest"],
+                    default="highest",
+                    help="f32 matmul precision on tpu (torch.tpu.precision); the tests "
+                         "compare f32 matmuls with CPU's f32 results (default: highest)")
     args = ap.parse_args()
 
     files = [f for f in args.files.split(",") if f]
@@ -199,6 +203,7 @@ def main():
     base_env.update(MODES[args.mode])
     if args.sample > 1:
         base_env["TORCH_TPU_UPSTREAM_SAMPLE"] = str(args.sample)
+    base_env["TORCH_TPU_UPSTREAM_PRECISION"] = args.matmul_precision
 
     table = []
     everything = {}

@@ -1,5 +1,6 @@
 #include "aten/kernel_helpers.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty_strided.h>
 
 #include "lazy/executor.h"
@@ -14,6 +15,14 @@ at::Tensor& CopyInto(const char* op, const at::Tensor& r, at::Tensor& out) {
   PrepareOut(op, out, r.sizes(), r.scalar_type());
   out.copy_(r);
   return out;
+}
+
+bool WarnIfExpandedWrite(const at::Tensor& self, const char* op, const char* example) {
+  if (at::has_internal_overlap(self) != at::MemOverlap::Yes) return false;
+  TORCH_WARN("Use of ", op, " on expanded tensors is deprecated. Please clone() the tensor "
+             "before performing this operation. This also applies to advanced indexing e.g. ",
+             example);
+  return true;
 }
 
 at::Tensor MetaOf(const at::Tensor& t) {

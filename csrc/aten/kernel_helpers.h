@@ -40,6 +40,12 @@ c10::TensorOptions TpuOptions(at::ScalarType t);
 // dtype checked), naming the op in errors.
 at::Tensor& CopyInto(const char* op, const at::Tensor& r, at::Tensor& out);
 
+// CPU's in-place indexing ops write a tensor with internal overlap (an
+// expanded one) with a deprecation warning naming the op and an indexing
+// example ("tensor[mask] = scalar"); true when `self` overlaps itself, to be
+// passed on as RunInto's allow_overlap.
+bool WarnIfExpandedWrite(const at::Tensor& self, const char* op, const char* example);
+
 // A meta tensor with t's sizes, strides and dtype. Running an ATen op on
 // meta arguments validates them with PyTorch's own checks and messages and
 // gives the result's sizes and dtype without touching data. Only for ops

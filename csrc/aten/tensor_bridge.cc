@@ -6,6 +6,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/impl/COW.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <c10/util/complex.h>
@@ -76,8 +77,12 @@ namespace {
 // The slot of t's storage and t's offset into it in elements: its storage
 // offset, plus where the storage starts in the slot when the storage is a
 // byte slice of another (UntypedStorage[start:end] offsets the pointer).
-lazy::StorageSlot* SlotAndOffset(const at::Tensor& t, int64_t* offset) {
+lazy::StorageSlot* SlotAndOffset(const at::Tensor& t, int64_t* offset, bool write) {
   *offset = t.storage_offset();
+  // A copy-on-write storage (Tensor._lazy_clone) shares its slot with its
+  // clones until written: a write materializes it (TpuAllocator::copy_data).
+  if (write && c10::impl::cow::is_cow_data_ptr(t.storage().data_ptr()))
+    t.unsafeGetTensorImpl()->unsafe_storage().mutable_data();
   const c10::DataPtr& p = t.storage().data_ptr();
   if (p.get() == nullptr) return nullptr;
   size_t bytes = 0;
@@ -98,7 +103,7 @@ lazy::StorageSlot* SlotAndOffset(const at::Tensor& t, int64_t* offset) {
 
 lazy::StorageSlot* SlotOf(const at::Tensor& t) {
   int64_t offset = 0;
-  lazy::StorageSlot* slot = SlotAndOffset(t, &offset);
+  lazy::StorageSlot* slot = SlotAndOffset(t, &offset, /*write=*/true);
   TORCH_CHECK_NOT_IMPLEMENTED(
       offset == t.storage_offset(), "tpu: this op does not take a tensor on a byte slice of a "
       "tpu storage (UntypedStorage[start:end] with start > 0); slice the tensor instead");
@@ -168,7 +173,7 @@ lazy::Operand OperandOf(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
               "expected a tpu tensor but got one on ", t.device());
   int64_t offset = 0;
-  lazy::StorageSlot* slot = SlotAndOffset(t, &offset);
+  lazy::StorageSlot* slot = SlotAndOffset(t, &offset, /*write=*/false);
   TORCH_CHECK(slot != nullptr || t.numel() == 0, "tpu tensor without storage");
   const ir::DType dtype = ToIr(t.scalar_type());
   lazy::Operand o;
@@ -248,7 +253,7 @@ void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,
     lazy::OutputTarget t;
     t.type = out_types[i];
     int64_t offset = 0;
-    t.slot = SlotAndOffset(d, &offset);
+    t.slot = SlotAndOffset(d, &offset, /*write=*/true);
     t.view = lazy::ViewSpec{d.sizes().vec(), d.strides().vec(), offset, ToIr(d.scalar_type())};
     targets.push_back(std::move(t));
   }

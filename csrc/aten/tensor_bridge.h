@@ -18,6 +18,11 @@ ir::DType ToIr(at::ScalarType t);  // throws TypeError for unsupported dtypes
 at::ScalarType ToAten(ir::DType t);
 // A dtype as an Attrs integer.
 inline int64_t IrCode(at::ScalarType t) { return static_cast<int64_t>(ToIr(t)); }
+// The dtype an op on `t` values computes in when it computes in its input's
+// dtype: itself, but complex64 for complex32 (only stored on tpu).
+inline at::ScalarType ComputableType(at::ScalarType t) {
+  return t == at::kComplexHalf ? at::kComplexFloat : t;
+}
 // PyTorch computes half, bfloat16 and float8 math in float32 ("opmath"),
 // complex32 in complex64 (on tpu complex32 is only stored: ir::DType::C32).
 inline at::ScalarType OpMathType(at::ScalarType t) {

@@ -20,7 +20,9 @@ namespace {
 // byte slice of an UntypedStorage: PyTorch offsets the data pointer) leads
 // back to it. Addresses are never dereferenced; they are handed out from a
 // range no host pointer uses, 512-byte aligned as CUDA's, and not reused
-// (2^63 - 2^56 bytes last a process far longer than it runs).
+// (2^63 - 2^56 bytes last a process far longer than it runs). A DataPtr's
+// context is its address too (PyTorch's copy-on-write clones need data ==
+// context); the slot is found from it.
 constexpr uintptr_t kFirstAddress = uintptr_t{1} << 56;
 constexpr uintptr_t kAlign = 512;
 
@@ -34,12 +36,15 @@ AddressSpace& Addresses() {
   return *a;
 }
 
-void DeleteSlot(void* p) {
-  auto* slot = static_cast<lazy::StorageSlot*>(p);
+void DeleteAddress(void* p) {
+  lazy::StorageSlot* slot = nullptr;
   {
     AddressSpace& as = Addresses();
     std::lock_guard<std::mutex> lock(as.mu);
-    as.live.erase(slot->addr);
+    auto it = as.live.find(reinterpret_cast<uintptr_t>(p));
+    if (it == as.live.end()) return;
+    slot = it->second;
+    as.live.erase(it);
   }
   delete slot;
 }
@@ -47,21 +52,20 @@ void DeleteSlot(void* p) {
 }  // namespace
 
 lazy::StorageSlot* SlotAt(const c10::DataPtr& p, size_t* byte_offset) {
+  return SlotAtAddress(p.get(), byte_offset);
+}
+
+lazy::StorageSlot* SlotAtAddress(const void* p, size_t* byte_offset) {
   *byte_offset = 0;
-  const auto addr = reinterpret_cast<uintptr_t>(p.get());
-  if (p.get_deleter() == &DeleteSlot) {
-    auto* slot = static_cast<lazy::StorageSlot*>(p.get_context());
-    *byte_offset = addr - slot->addr;
-    return slot;
-  }
+  const auto addr = reinterpret_cast<uintptr_t>(p);
   if (addr < kFirstAddress) return nullptr;
   AddressSpace& as = Addresses();
   std::lock_guard<std::mutex> lock(as.mu);
-  auto it = as.live.upper_bound(addr);
+  auto it = as.live.upper_bound(addr);  // the first storage past addr
   if (it == as.live.begin()) return nullptr;
   --it;
   lazy::StorageSlot* slot = it->second;
-  if (addr > slot->addr + slot->nbytes) return nullptr;  // the end: an empty slice
+  if (addr > slot->addr + slot->nbytes) return nullptr;  // (the end: an empty slice)
   *byte_offset = addr - slot->addr;
   return slot;
 }
@@ -106,15 +110,25 @@ c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
     as.next += (std::max<size_t>(nbytes, 1) + kAlign - 1) / kAlign * kAlign;
     as.live.emplace(slot->addr, slot);
   }
-  return c10::DataPtr(reinterpret_cast<void*>(slot->addr), slot, &DeleteSlot,
+  void* addr = reinterpret_cast<void*>(slot->addr);
+  return c10::DataPtr(addr, addr, &DeleteAddress,
                       c10::Device(c10::DeviceType::PrivateUse1, ProcessDevice()));
 }
 
-// No raw_allocate: a data pointer is an address, not its context.
-c10::DeleterFnPtr TpuAllocator::raw_deleter() const { return nullptr; }
+c10::DeleterFnPtr TpuAllocator::raw_deleter() const { return &DeleteAddress; }
 
-void TpuAllocator::copy_data(void*, const void*, std::size_t) const {
-  TORCH_CHECK(false, "tpu storages cannot be copied byte-wise; use tensor.copy_()");
+// A whole storage's bytes into another's, as copy-on-write storages
+// (Tensor._lazy_clone) materialize: values are immutable nodes, so the copy
+// shares the node.
+void TpuAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  size_t at_dest = 0, at_src = 0;
+  lazy::StorageSlot* d = SlotAtAddress(dest, &at_dest);
+  lazy::StorageSlot* s = SlotAtAddress(src, &at_src);
+  TORCH_CHECK(d != nullptr && s != nullptr, "tpu: copy_data between addresses that are not "
+              "both in live tpu storages");
+  TORCH_CHECK(at_dest == 0 && at_src == 0 && count == s->nbytes && count == d->nbytes,
+              "tpu storages are copied whole by the allocator; use tensor.copy_() for parts");
+  d->node = s->node;
 }
 
 bool TpuAllocator::initialized() { return lazy::Runtime::initialized(); }

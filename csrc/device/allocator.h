@@ -15,7 +15,7 @@ class TpuAllocator final : public c10::DeviceAllocator {
   // PyTorch expects a DataPtr whose device is tpu:0; ours points at a slot.
   c10::DataPtr allocate(size_t nbytes) override;
   c10::DeleterFnPtr raw_deleter() const override;
-  // There is no host-visible memory to copy: tpu copies go through PJRT.
+  // Whole storages only (copy-on-write materialization); see allocator.cc.
   void copy_data(void* dest, const void* src, std::size_t count) const override;
   bool initialized() override;
   // PJRT owns device memory; freeing happens when the last node dies.
@@ -35,6 +35,7 @@ TpuAllocator* GetTpuAllocator();
 // that the pointer is at (0 but for byte slices of an UntypedStorage).
 // Null for a pointer that is not in a live tpu storage.
 lazy::StorageSlot* SlotAt(const c10::DataPtr& p, size_t* byte_offset);
+lazy::StorageSlot* SlotAtAddress(const void* p, size_t* byte_offset);
 // Raises torch.OutOfMemoryError, with the figures CUDA's message gives, when
 // `nbytes` more would exceed what this process may hold on the device.
 void CheckCanAllocate(size_t nbytes);

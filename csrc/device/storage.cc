@@ -1,9 +1,13 @@
 // Tensor creation, views, storage resizing, copies between host and device,
 // and reading single values: the kernels every PrivateUse1 backend must have.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/InferSize.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -32,6 +36,15 @@ void CheckDevice(std::optional<c10::Device> device) {
   if (device->has_index()) tpu::device::CheckDevice(device->index());
 }
 
+// With torch.use_deterministic_algorithms(True) and
+// torch.utils.deterministic.fill_uninitialized_memory (the default), new
+// memory holds NaN (floating and complex) or the largest value (integers),
+// as on CPU and CUDA; otherwise it reads as zeros.
+bool FillUninitialized() {
+  const auto& ctx = at::globalContext();
+  return ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory();
+}
+
 Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
                            std::optional<at::Layout> layout, std::optional<at::Device> device,
                            std::optional<bool> pin_memory,
@@ -41,9 +54,11 @@ Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> d
               "tpu supports only strided tensors, got layout ", *layout);
   const auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   ops::ToIr(dt);  // rejects unsupported dtypes early
-  return at::detail::empty_generic(size, GetTpuAllocator(),
-                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt,
-                                   memory_format);
+  Tensor t = at::detail::empty_generic(size, GetTpuAllocator(),
+                                       c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt,
+                                       memory_format);
+  if (FillUninitialized()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
@@ -52,9 +67,10 @@ Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
   CheckDevice(device);
   const auto dt = dtype.value_or(at::get_default_dtype_as_scalartype());
   ops::ToIr(dt);
-  return at::detail::empty_strided_generic(size, stride, GetTpuAllocator(),
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           dt);
+  Tensor t = at::detail::empty_strided_generic(
+      size, stride, GetTpuAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dt);
+  if (FillUninitialized()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 // New storage bytes: the old value is kept, the rest reads as zeros.
@@ -144,7 +160,12 @@ const Tensor& resize_(const Tensor& self, at::IntArrayRef size,
   const size_t needed = static_cast<size_t>(
       at::detail::computeStorageNbytes(self.sizes(), self.strides(), itemsize,
                                        self.storage_offset()));
-  if (needed > self.storage().nbytes()) ResizeStorageBytes(self.storage(), needed);
+  const size_t old_nbytes = self.storage().nbytes();
+  if (needed > old_nbytes) {
+    ResizeStorageBytes(self.storage(), needed);
+    if (FillUninitialized())
+      at::native::fill_resize_deterministic_(self, static_cast<int64_t>(old_nbytes));
+  }
   return self;
 }
 
@@ -221,14 +242,19 @@ Tensor CopyFrom(const Tensor& src_in, const Tensor& dst, bool non_blocking) {
   const bool dst_tpu = dst.device().type() == c10::DeviceType::PrivateUse1;
   if (dst.numel() == 0) return dst;
   // _copy_from falls through the Conjugate / Negative keys (see below), so
-  // the lazy conjugate and negative bits are resolved here.
+  // the lazy conjugate and negative bits are resolved here: the source's,
+  // and a tpu destination's (x written into a negative view stores -x).
+  const bool dst_conj = dst_tpu && dst.is_conj(), dst_neg = dst_tpu && dst.is_neg();
   Tensor src = src_in;
-  if (src.is_conj() || src.is_neg()) {
+  if (src.is_conj() || src.is_neg() || dst_conj || dst_neg) {
+    const bool conj = src.is_conj() != dst_conj, neg = src.is_neg() != dst_neg;
     if (src_tpu) {
-      src = ops::Run1(kResolveBits, {{src.is_conj() ? 1 : 0, src.is_neg() ? 1 : 0}, {}, {}},
-                      {ops::OperandOf(src)}, ops::TypeOf(src.sizes(), src.scalar_type()));
+      src = ops::Run1(kResolveBits, {{conj ? 1 : 0, neg ? 1 : 0}, {}, {}},
+                      {ops::OperandOf(src_in)}, ops::TypeOf(src.sizes(), src.scalar_type()));
     } else {
       src = src.resolve_conj().resolve_neg();
+      if (dst_conj) src = src.conj_physical();
+      if (dst_neg) src = src.neg();
     }
   }
   if (dst_tpu && !src_tpu) {
@@ -264,7 +290,7 @@ Tensor CopyFrom(const Tensor& src_in, const Tensor& dst, bool non_blocking) {
     }
     Tensor host = dst;
     const bool direct = dst.is_contiguous() && dst.scalar_type() == src.scalar_type() &&
-                        dst.sizes() == src.sizes();
+                        dst.sizes() == src.sizes() && !dst.is_conj() && !dst.is_neg();
     if (!direct) host = at::empty(src.sizes(), src.options().device(at::kCPU));
     lazy::Executor::Get().Download(in.node, host.data_ptr(), host.nbytes());
     // A host read is where device-side index checks surface (index_checks.h).
@@ -274,6 +300,7 @@ Tensor CopyFrom(const Tensor& src_in, const Tensor& dst, bool non_blocking) {
   }
   TORCH_CHECK(src_tpu && dst_tpu, "copy_: unsupported devices ", src.device(), " -> ",
               dst.device());
+  at::assert_no_partial_overlap(dst, src_in);
   ops::RunInto(ops::kCopy, {}, {ops::OperandOf(src)},
                {ops::TypeOf(dst.sizes(), dst.scalar_type())}, {dst});
   return dst;
@@ -285,6 +312,7 @@ Tensor _copy_from_and_resize(const Tensor& src, const Tensor& dst) {
 }
 
 c10::Scalar _local_scalar_dense(const Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "_local_scalar_dense: Empty tensor not supported");
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
   Tensor host = at::empty({}, self.options().device(at::kCPU));

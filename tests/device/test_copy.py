@@ -413,3 +413,60 @@ def test_storage_byte_slices_and_disjoint_addresses():
     rb = (b.data_ptr(), b.data_ptr() + b.untyped_storage().nbytes())
     assert ra[1] <= rb[0] or rb[1] <= ra[0]
     assert v[1].data_ptr() - v.data_ptr() == 5 * 4
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_copy_into_and_from_math_views(dtype):
+    # Writing x into a negative (or conjugate) view stores -x (conj x).
+    src = torch.randn(8, 8, dtype=dtype)
+    for s in (src, src.to(TPU)):
+        dst = torch.empty(8, 8, dtype=dtype, device=TPU)
+        dst._neg_view().copy_(s.t())
+        assert_close(dst.cpu(), -src.t())
+        dst._neg_view().copy_(s._neg_view())
+        assert_close(dst.cpu(), src)
+        if dtype.is_complex:
+            dst.conj().copy_(s)
+            assert_close(dst.cpu(), src.conj_physical())
+            dst.conj().copy_(s.conj())
+            assert_close(dst.cpu(), src)
+
+
+def test_lazy_clone_is_copy_on_write():
+    t = torch.arange(6.0, device=TPU)
+    c = t._lazy_clone()
+    assert torch._C._is_cow_tensor(c) and torch._C._data_address(c) == torch._C._data_address(t)
+    t += 1  # materializes t: the clone keeps the old values
+    assert not torch._C._is_cow_tensor(t)
+    assert torch.equal(c.cpu(), torch.arange(6.0))
+    assert torch.equal(t.cpu(), torch.arange(6.0) + 1)
+    c.mul_(2)
+    assert torch.equal(c.cpu(), torch.arange(6.0) * 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.bool, torch.complex64])
+def test_deterministic_fill_of_new_memory(dtype):
+    prev = (torch.are_deterministic_algorithms_enabled(),
+            torch.utils.deterministic.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        e = torch.empty(3, 4, dtype=dtype, device=TPU).cpu()
+        a = torch.zeros(2, dtype=dtype, device=TPU)
+        a.resize_(5)
+        r = a.cpu()
+    finally:
+        torch.use_deterministic_algorithms(prev[0])
+        torch.utils.deterministic.fill_uninitialized_memory = prev[1]
+    want = torch.empty(3, 4, dtype=dtype)
+    if dtype.is_floating_point or dtype.is_complex:
+        assert e.isnan().all() and r[2:].isnan().all()
+    else:
+        top = True if dtype == torch.bool else torch.iinfo(dtype).max
+        assert (e == top).all() and (r[2:] == top).all()
+    assert (r[:2] == 0).all()
+
+
+def test_local_scalar_of_empty_tensor():
+    with pytest.raises(RuntimeError, match="Empty tensor not supported"):
+        torch.ops.aten._local_scalar_dense(torch.tensor([], device=TPU))

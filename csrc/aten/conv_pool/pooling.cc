@@ -11,6 +11,7 @@
 // spatial dim, contracted in turn; adaptive max pooling gathers each output's
 // window (padded to the largest window by repeating an element of it).
 // max_unpool writes the values at their flat indices in zeroed planes.
+#include <ATen/Context.h>
 #include <ATen/ops/_adaptive_avg_pool2d.h>
 #include <ATen/ops/_adaptive_avg_pool3d.h>
 #include <ATen/ops/adaptive_max_pool2d.h>
@@ -611,7 +612,10 @@ Tensor MaxUnpool(const char* op, const Tensor& self, const Tensor& indices,
   return Run1(kMaxUnpool, {}, {OperandOf(x), OperandOf(ix)}, TypeOf({lead, plane}, self.scalar_type()))
       .reshape(os);
 }
+// Duplicate indices leave which value lands unspecified, on every device:
+// torch.use_deterministic_algorithms(True) raises, as on CPU and CUDA.
 Tensor max_unpool2d_tpu(const Tensor& self, const Tensor& indices, at::IntArrayRef output_size) {
+  at::globalContext().alertNotDeterministic("max_unpooling2d_forward_out");
   return MaxUnpool("max_unpool2d", self, indices, output_size, 2);
 }
 Tensor max_unpool3d_tpu(const Tensor& self, const Tensor& indices, at::IntArrayRef output_size,
@@ -619,6 +623,7 @@ Tensor max_unpool3d_tpu(const Tensor& self, const Tensor& indices, at::IntArrayR
   TORCH_CHECK(stride.size() == 3 && padding.size() == 3,
               "max_unpool3d: There should be exactly three elements (depth, height, width) in "
               "stride and padding");
+  at::globalContext().alertNotDeterministic("max_unpooling3d_forward_out");
   return MaxUnpool("max_unpool3d", self, indices, output_size, 3);
 }
 

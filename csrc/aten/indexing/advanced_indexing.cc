@@ -1,8 +1,10 @@
 // Advanced indexing (self[indices], self[indices] = values), masked_select,
 // masked_scatter_ and nonzero.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/sum.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/ScatterGatherChecks.h>
 #include <c10/util/irange.h>
@@ -269,6 +271,10 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
                         const Tensor& values, bool accumulate, bool) {
   CheckTpu("index_put_", self, "self");
   CheckTpu("index_put_", values, "values");
+  const bool expanded = WarnIfExpandedWrite(self, "index_put_", "tensor[indices] = tensor");
+  at::assert_no_overlap(self, values);
+  for (const std::optional<Tensor>& t : indices)
+    if (t.has_value() && t->defined()) at::assert_no_overlap(self, *t);
   auto check_dtypes = [&] {
     TORCH_CHECK(self.scalar_type() == values.scalar_type(), "Index put requires the source and "
                 "destination dtypes match, got ", self.scalar_type(), " for the destination and ",
@@ -285,7 +291,7 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
       check_dtypes();
       RunInto(kMaskedPut, {{accumulate}, {}, {}},
               {OperandOf(self), OperandOf(*t), OperandOf(values)},
-              {TypeOf(self.sizes(), self.scalar_type())}, {self});
+              {TypeOf(self.sizes(), self.scalar_type())}, {self}, expanded);
       return self;
     }
   }
@@ -301,7 +307,7 @@ Tensor& index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& in
   std::vector<lazy::Operand> in{OperandOf(self), OperandOf(values)};
   for (const Tensor& t : p.indices) in.push_back(OperandOf(t));
   RunInto(kIndexPut, IndexAttrs(p, accumulate), in, {TypeOf(self.sizes(), self.scalar_type())},
-          {self});
+          {self}, expanded);
   return self;
 }
 
@@ -347,9 +353,9 @@ VS LowerMaskedScatter(Builder& b, const VS& in, const lazy::Attrs&, const TT& ou
 }
 constexpr lazy::Lowering kMaskedScatter{"aten::masked_scatter_", &LowerMaskedScatter};
 
-// CPU raises when source has fewer elements than mask has true values; that
-// count lives on the device, so it is not checked here (the last source
-// element is repeated instead).
+// CPU raises when source has fewer elements than mask has true values. The
+// count lives on the device, so it is checked as an index is: the count
+// must be in [0, source.numel()], read where a tpu value is read anyway.
 Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
   CheckTpu("masked_scatter_", self, "self");
   CheckTpu("masked_scatter_", mask, "mask");
@@ -361,7 +367,12 @@ Tensor& masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) 
               source.scalar_type());
   TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_scatter_: expected mask "
               "to be broadcastable to self");
-  if (self.numel() == 0 || source.numel() == 0) return self;
+  if (self.numel() == 0) return self;
+  const Tensor count = at::sum(mask.expand(self.sizes()), at::kLong).reshape({1});
+  CheckIndexRange({"aten::masked_scatter_", false, false,
+                   "Number of elements of source < number of ones in mask", "", false},
+                  count, source.numel() + 1);
+  if (source.numel() == 0) return self;
   RunInto(kMaskedScatter, {}, {OperandOf(self), OperandOf(mask), OperandOf(source)},
           {TypeOf(self.sizes(), self.scalar_type())}, {self});
   return self;

@@ -1,5 +1,6 @@
 // Indexing along one dim: index_select, gather, scatter (+ reductions),
 // index_add, index_copy, index_fill_, take and put_.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -409,10 +410,12 @@ Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index_in, lazy::Op
     const int64_t size = self.dim() == 0 ? 1 : self.size(d);
     CheckIndexRange(OutOfBoundsRule("aten::index_fill_", true, true, d, size), index, size);
   }
+  const bool expanded = WarnIfExpandedWrite(self, "index_fill_", "tensor[mask] = scalar");
+  at::assert_no_partial_overlap(self, index);
   if (index.numel() == 0 || self.numel() == 0) return self;
   Tensor x = self.dim() == 0 ? self.view({1}) : self;
   RunInto(kIndexFill, {{d}, {}, {}}, {OperandOf(x), OperandOf(index), value},
-          {TypeOf(x.sizes(), self.scalar_type())}, {x});
+          {TypeOf(x.sizes(), self.scalar_type())}, {x}, expanded);
   return self;
 }
 Tensor& index_fill_scalar(Tensor& s, int64_t dim, const Tensor& i, const c10::Scalar& v) {

@@ -1,6 +1,7 @@
 // Elementwise ops: broadcasting, PyTorch type promotion, and one lowering
 // per op; the functional, in-place and out= forms share it. Also rsub
 // with a tensor (other - alpha * self).
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/TypeProperties.h>
@@ -52,7 +53,7 @@ ElementwiseMeta BinaryMeta(const char* name, const Tensor& a, const Tensor& b, K
       break;
     case Kind::kCompare:
       m.result = at::kBool;
-      m.compute = common == at::kComplexHalf ? at::kComplexFloat : common;  // stored only
+      m.compute = ComputableType(common);
       break;
     case Kind::kLogical:
       m.result = at::kBool;
@@ -627,9 +628,11 @@ Tensor& masked_fill__scalar(Tensor& self, const Tensor& mask, const c10::Scalar&
               "got mask with dtype ", mask.scalar_type());
   ElementwiseMeta m{self.sizes().vec(), self.scalar_type(), self.scalar_type()};
   at::infer_size(self.sizes(), mask.sizes());
+  const bool expanded = WarnIfExpandedWrite(self, "masked_fill_", "tensor[mask] = scalar");
+  at::assert_no_partial_overlap(self, mask);
   RunInto(kWhere, {}, {OperandOf(mask), ScalarOperand(value, self.scalar_type()),
                        OperandOf(self)},
-          {TypeOf(m.sizes, m.result)}, {self});
+          {TypeOf(m.sizes, m.result)}, {self}, expanded);
   return self;
 }
 Tensor& masked_fill__tensor(Tensor& self, const Tensor& mask, const Tensor& value) {
@@ -637,8 +640,10 @@ Tensor& masked_fill__tensor(Tensor& self, const Tensor& mask, const Tensor& valu
               "got tensor with ", value.dim(), " dimension(s).");
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but "
               "got mask with dtype ", mask.scalar_type());
+  const bool expanded = WarnIfExpandedWrite(self, "masked_fill_", "tensor[mask] = scalar");
+  at::assert_no_partial_overlap(self, mask);
   RunInto(kWhere, {}, {OperandOf(mask), OperandOf(value), OperandOf(self)},
-          {TypeOf(self.sizes(), self.scalar_type())}, {self});
+          {TypeOf(self.sizes(), self.scalar_type())}, {self}, expanded);
   return self;
 }
 

@@ -405,13 +405,13 @@ TPU_UNARY_KERNELS(special_entr, kEntr)
 // Predicates: the input's own dtype, a bool result.
 Tensor Predicate(const lazy::Lowering& op, const Tensor& s) {
   CheckTpu(op.name, s, "self");
-  return Run1(op, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
+  return Run1(op, {{IrCode(ComputableType(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
               TypeOf(s.sizes(), at::kBool));
 }
 Tensor& PredicateOut(const lazy::Lowering& op, const Tensor& s, Tensor& out) {
   CheckTpu(op.name, s, "self");
   PrepareOut(op.name, out, s.sizes(), at::kBool);
-  RunInto(op, {{static_cast<int64_t>(ToIr(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
+  RunInto(op, {{IrCode(ComputableType(s.scalar_type()))}, {}, {}}, {OperandOf(s)},
           {TypeOf(s.sizes(), at::kBool)}, {out});
   return out;
 }

@@ -385,6 +385,13 @@ Tensor& bernoulli_tensor(Tensor& self, const Tensor& p, std::optional<at::Genera
   return Bernoulli(self, OperandOf(p), gen);
 }
 
+// torch.bernoulli(p, out=t): t of p's shape, each element 1 with its probability.
+Tensor& bernoulli_out(const Tensor& self, std::optional<at::Generator> gen, Tensor& out) {
+  CheckTpu("bernoulli", out, "out");
+  at::native::resize_output(out, self.sizes());
+  return bernoulli_tensor(out, self, gen);
+}
+
 Tensor bernoulli_p(const Tensor& self, double p, std::optional<at::Generator> gen) {
   Tensor r = EmptyTpu(self.sizes(), self.scalar_type());
   return bernoulli_float(r, p, gen);
@@ -637,6 +644,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_float));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor));
   m.impl("bernoulli.p", TORCH_FN(bernoulli_p));
+  m.impl("bernoulli.out", TORCH_FN(bernoulli_out));
   m.impl("native_dropout", TORCH_FN(native_dropout));
   m.impl("native_dropout_backward", TORCH_FN(native_dropout_backward));
 }

@@ -172,3 +172,15 @@ def test_max_unpool():
     compare_grad(lambda t: F.max_unpool1d(t, i1.to(t.device), 2), v1)
     with pytest.raises(RuntimeError, match="Shape of input must match"):
         F.max_unpool2d(v.to(TPU), i[:, :2].to(TPU), 2)
+
+
+def test_max_unpool_alerts_under_deterministic_algorithms():
+    x = torch.randn(1, 1, 7, device="tpu")
+    idx = torch.zeros_like(x, dtype=torch.long)
+    prev = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(RuntimeError, match="max_unpooling2d_forward_out does not have a deterministic"):
+            torch.nn.MaxUnpool1d(3, 1)(x, idx)
+    finally:
+        torch.use_deterministic_algorithms(prev)

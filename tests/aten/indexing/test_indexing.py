@@ -370,3 +370,34 @@ def test_index_fill_takes_a_host_index_as_cpu():
     with pytest.raises(IndexError):
         x.to(TPU).index_fill_(1, torch.tensor([6]), 0.0)
         torch.tpu.synchronize()
+
+
+def test_writes_into_expanded_tensors_warn_as_cpu():
+    for dev in ("cpu", "tpu"):
+        x = torch.rand((1,), device=dev).expand((6,))
+        mask = torch.tensor([True, False, True, True, False, False], device=dev)
+        ind = torch.tensor([2, 1, 0], device=dev)
+        with pytest.warns(UserWarning, match="masked_fill_ on expanded tensors"):
+            x.masked_fill_(mask, 0.0)
+        with pytest.warns(UserWarning, match="index_fill_ on expanded tensors"):
+            x.index_fill_(0, ind, 1.0)
+        with pytest.warns(UserWarning, match="index_put_ on expanded tensors"):
+            x.index_put_((ind,), torch.rand(3, device=dev))
+        assert x[0].item() == x[5].item()
+        y = torch.rand(6, device=dev)
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            y.index_put_((ind,), y[:3])
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            mask[1:].masked_fill_(mask[:-1], False)
+
+
+def test_masked_scatter_refuses_a_short_source():
+    dest = torch.arange(10.0, device="tpu")
+    mask = torch.tensor([0, 0, 0, 0, 1, 0, 1, 0, 1, 0], dtype=torch.bool, device="tpu")
+    dest.masked_scatter_(mask, torch.zeros(2, device="tpu"))
+    # the count of true mask elements is on the device: checked there and
+    # raised at the next host read, as an out-of-range index is
+    with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
+        dest.cpu()
+    d2 = torch.arange(10.0, device="tpu").masked_scatter_(mask, torch.tensor([7.0, 8.0, 9.0], device="tpu"))
+    assert d2.cpu().tolist() == [0, 1, 2, 3, 7, 5, 8, 7, 9, 9]

@@ -182,3 +182,13 @@ def test_random_bounds_errors_and_warnings():
     std = torch.tensor([1.0, -1.0], device="tpu")
     with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
         torch.normal(torch.zeros(2, device="tpu"), std)
+
+
+def test_bernoulli_out():
+    p = torch.rand(64, 64, device="tpu")
+    out = torch.full((3,), 5.0, device="tpu")
+    torch.bernoulli(p, out=out)
+    o = out.cpu()
+    assert o.shape == (64, 64) and ((o == 0) | (o == 1)).all()
+    torch.bernoulli(torch.tensor([0.0, 1.0, 1.0, 0.0], device="tpu"), out=out)
+    assert out.cpu().tolist() == [0.0, 1.0, 1.0, 0.0]

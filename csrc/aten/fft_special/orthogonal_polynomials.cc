@@ -128,7 +128,8 @@ TPU_POLY(special_legendre_polynomial_p, kP)
 
 // ---- Bessel-type and error-function specials ----
 
-enum Fn : int64_t { kI0, kI0e, kI1, kI1e, kSphJ0, kNdtri, kLogNdtr, kErfcx, kJ0, kJ1 };
+enum Fn : int64_t { kI0, kI0e, kI1, kI1e, kSphJ0, kNdtri, kLogNdtr, kErfcx, kJ0, kJ1, kY0, kY1,
+                    kK0, kK0e, kK1, kK1e };
 
 Value Exp(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential", x); }
 Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
@@ -249,6 +250,126 @@ Value BesselJ(Builder& b, Value x, int nu) {
   return ir::Select(b, inf, C(b, 0, x), out);
 }
 
+// ---- Bessel functions of the second kind: Y_nu and K_nu, nu = 0, 1 ----
+
+constexpr double kEulerGamma = 0.57721566490153286061;
+
+// Power series in q = x^2/4 (A&S 9.1.11, 9.6.11), n terms, s = -1 for the
+// J/Y family and +1 for the I/K family. Returns {F, G}:
+//   nu = 0: F = sum s^k q^k / (k!)^2 (J0 or I0),
+//           G = sum_{k>=1} s^(k+1) H_k q^k / (k!)^2
+//   nu = 1: F = sum s^k q^k / (k! (k+1)!) (J1 or I1 over x/2),
+//           G = sum s^k (H_k + H_(k+1)) q^k / (k! (k+1)!)
+// (H_k the harmonic numbers).
+std::pair<Value, Value> SecondKindSeries(Builder& b, Value q, int nu, double s, int n) {
+  Value term = C(b, 1, q), f = C(b, 1, q);
+  double h = 0;  // H_k
+  Value g = C(b, nu == 1 ? 1.0 : 0.0, q);  // k = 0: H_0 + H_1 = 1 for nu = 1
+  for (int k = 1; k < n; ++k) {
+    term = Mul(b, term, Mul(b, q, C(b, s / (k * double(k + nu)), q)));
+    h += 1.0 / k;
+    f = Add(b, f, term);
+    // term holds s^k: nu = 0 weighs it by s H_k, nu = 1 by H_k + H_(k+1)
+    const double w = nu == 0 ? s * h : h + h + 1.0 / (k + 1);
+    g = Add(b, g, Mul(b, term, C(b, w, q)));
+  }
+  return {f, g};
+}
+
+// Hankel's expansion for large x: sum_k a_k(nu) / x^k with
+// a_k = prod_{j<=k} (4 nu^2 - (2j-1)^2) / (k! 8^k); `alternate` gives the
+// P and Q of J/Y (even terms with (-1)^(k/2) in P, odd ones with
+// (-1)^((k-1)/2) in Q), otherwise the plain sum of K's expansion.
+std::pair<Value, Value> Hankel(Builder& b, Value x, int nu, int terms, bool alternate) {
+  const double mu = 4.0 * nu * nu;
+  Value p = C(b, 1, x), q = C(b, 0, x), term = C(b, 1, x);
+  for (int k = 1; k <= terms; ++k) {
+    term = Div(b, Mul(b, term, C(b, (mu - (2.0 * k - 1) * (2.0 * k - 1)) / (k * 8.0), x)), x);
+    if (!alternate) {
+      p = Add(b, p, term);
+    } else if (k % 2 == 0) {
+      p = Add(b, p, Mul(b, term, C(b, (k / 2) % 2 ? -1.0 : 1.0, x)));
+    } else {
+      q = Add(b, q, Mul(b, term, C(b, ((k - 1) / 2) % 2 ? -1.0 : 1.0, x)));
+    }
+  }
+  return {p, q};
+}
+
+// Y_nu(x), computed in float64 (the series below x = 20 cancels terms
+// up to 10^7 times its result); NaN below 0 and at inf, -inf at 0.
+Value BesselY(Builder& b, Value x_in, int nu) {
+  const DType ct = b.type(x_in).dtype;
+  Value x = ir::Convert(b, x_in, DType::F64);
+  const double cut = 20;
+  Value small = Lt(b, x, cut);
+  Value xs = ir::Select(b, small, x, C(b, 1, x));  // (the other branch's arguments are safe)
+  Value xl = ir::Select(b, small, C(b, cut, x), x);
+  Value half = Mul(b, xs, C(b, 0.5, xs));
+  auto [f, g] = SecondKindSeries(b, Mul(b, half, half), nu, -1.0, 48);
+  Value lg = ir::Unary(b, "stablehlo.log", half);
+  Value ser;
+  if (nu == 0) {  // (2/pi)((ln(x/2) + gamma) J0 + G)
+    ser = Mul(b, C(b, 2 / M_PI, x), Add(b, Mul(b, Add(b, lg, C(b, kEulerGamma, x)), f), g));
+  } else {  // (2/pi) ln(x/2) J1 - 2/(pi x) - (x/2)/pi (G - 2 gamma F)
+    Value j1 = Mul(b, half, f);
+    Value rest = Sub(b, g, Mul(b, f, C(b, 2 * kEulerGamma, x)));
+    ser = Sub(b, Mul(b, C(b, 2 / M_PI, x), Mul(b, lg, j1)),
+              Add(b, Div(b, C(b, 2 / M_PI, x), xs), Mul(b, Mul(b, half, rest), C(b, 1 / M_PI, x))));
+  }
+  auto [p, q] = Hankel(b, xl, nu, 30, true);
+  Value chi = Sub(b, xl, C(b, (0.5 * nu + 0.25) * M_PI, x));
+  Value amp = ir::Unary(b, "stablehlo.sqrt", Div(b, C(b, 2 / M_PI, x), xl));
+  Value asym = Mul(b, amp, Add(b, Mul(b, p, ir::Unary(b, "stablehlo.sine", chi)),
+                               Mul(b, q, ir::Unary(b, "stablehlo.cosine", chi))));
+  Value r = ir::Select(b, small, ser, asym);
+  // (inf gives NaN, as on CPU)
+  r = ir::Select(b, ir::Compare(b, x, C(b, INFINITY, x), ir::Cmp::EQ), C(b, NAN, x), r);
+  r = ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ), C(b, -INFINITY, x), r);
+  r = ir::Select(b, Lt(b, x, 0), C(b, NAN, x), r);
+  return ir::Convert(b, r, ct);  // NaN stays NaN through the selects
+}
+
+// K_nu(x) (or e^x K_nu(x) when scaled): the power series below x = 1/2;
+// above, the integral K_nu(x) = int_0^inf exp(-x cosh t) cosh(nu t) dt by
+// the trapezoidal rule (for this entire, doubly exponentially decaying
+// integrand its error is below e^(-2 pi a / h) for any strip |Im t| < a
+// it stays bounded in: far below rounding here, with h = 0.1 up to
+// t = 5.4); above x = 25, where the integrand's peak narrows, Hankel's
+// expansion. All terms are positive there: no cancellation.
+Value BesselK(Builder& b, Value x, int nu, bool scaled) {
+  Value small = Lt(b, x, 0.5), large = ir::Compare(b, x, C(b, 25, x), ir::Cmp::GT);
+  Value xs = ir::Select(b, small, x, C(b, 0.25, x));
+  Value xm = ir::Select(b, small, C(b, 1, x), ir::Select(b, large, C(b, 1, x), x));
+  Value xl = ir::Select(b, large, x, C(b, 30, x));
+  // series (nu = 0: -(ln(x/2) + gamma) I0 + G; nu = 1: 1/x + ln(x/2) I1 - (x/4)(G - 2 gamma F))
+  Value half = Mul(b, xs, C(b, 0.5, xs));
+  auto [f, g] = SecondKindSeries(b, Mul(b, half, half), nu, 1.0, 14);
+  Value lg = ir::Unary(b, "stablehlo.log", half);
+  Value ser = nu == 0
+      ? Sub(b, g, Mul(b, Add(b, lg, C(b, kEulerGamma, x)), f))
+      : Sub(b, Add(b, Div(b, C(b, 1, x), xs), Mul(b, lg, Mul(b, half, f))),
+            Mul(b, Mul(b, half, C(b, 0.5, x)), Sub(b, g, Mul(b, f, C(b, 2 * kEulerGamma, x)))));
+  if (scaled) ser = Mul(b, ser, Exp(b, xs));
+  // trapezoid, scaled: e^x K = int exp(-x (cosh t - 1)) cosh(nu t) dt
+  const double h = 0.1;
+  Value trap = C(b, 0.5, x);
+  for (int k = 1; k <= 54; ++k) {
+    const double t = k * h;
+    Value e = Exp(b, Mul(b, xm, C(b, 1 - std::cosh(t), x)));
+    trap = Add(b, trap, nu == 0 ? e : Mul(b, e, C(b, std::cosh(t), x)));
+  }
+  trap = Mul(b, trap, C(b, h, x));
+  auto [p, unused] = Hankel(b, xl, nu, 30, false);
+  Value asym = Mul(b, p, ir::Unary(b, "stablehlo.sqrt", Div(b, C(b, M_PI / 2, x), xl)));
+  Value big = ir::Select(b, large, asym, trap);
+  if (!scaled) big = Mul(b, big, Exp(b, ir::Unary(b, "stablehlo.negate", ir::Select(b, large, xl, xm))));
+  Value r = ir::Select(b, small, ser, big);
+  r = ir::Select(b, ir::Compare(b, x, C(b, INFINITY, x), ir::Cmp::EQ), C(b, 0, x), r);
+  r = ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ), C(b, INFINITY, x), r);
+  return ir::Select(b, Lt(b, x, 0), C(b, NAN, x), r);
+}
+
 // in = (x); ints = (fn, compute dtype).
 VS LowerSpecial(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const auto fn = static_cast<Fn>(a.ints[0]);
@@ -289,6 +410,12 @@ VS LowerSpecial(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       r = ir::Select(b, neg, lo, hi);
       break;
     }
+    case kY0: r = BesselY(b, x, 0); break;
+    case kY1: r = BesselY(b, x, 1); break;
+    case kK0: r = BesselK(b, x, 0, false); break;
+    case kK0e: r = BesselK(b, x, 0, true); break;
+    case kK1: r = BesselK(b, x, 1, false); break;
+    case kK1e: r = BesselK(b, x, 1, true); break;
     case kJ0: r = BesselJ(b, x, 0); break;
     case kJ1: r = BesselJ(b, x, 1); break;
     case kErfcx: {
@@ -329,6 +456,12 @@ TPU_SPECIAL(special_log_ndtr, kLogNdtr)
 TPU_SPECIAL(special_erfcx, kErfcx)
 TPU_SPECIAL(special_bessel_j0, kJ0)
 TPU_SPECIAL(special_bessel_j1, kJ1)
+TPU_SPECIAL(special_bessel_y0, kY0)
+TPU_SPECIAL(special_bessel_y1, kY1)
+TPU_SPECIAL(special_modified_bessel_k0, kK0)
+TPU_SPECIAL(special_modified_bessel_k1, kK1)
+TPU_SPECIAL(special_scaled_modified_bessel_k0, kK0e)
+TPU_SPECIAL(special_scaled_modified_bessel_k1, kK1e)
 #undef TPU_SPECIAL
 
 // ---- igamma / igammac: regularized incomplete gamma functions, by the
@@ -476,6 +609,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(special_erfcx)
   REG(special_bessel_j0)
   REG(special_bessel_j1)
+  REG(special_bessel_y0)
+  REG(special_bessel_y1)
+  REG(special_modified_bessel_k0)
+  REG(special_modified_bessel_k1)
+  REG(special_scaled_modified_bessel_k0)
+  REG(special_scaled_modified_bessel_k1)
   REG(igamma)
   REG(igammac)
 #undef REG

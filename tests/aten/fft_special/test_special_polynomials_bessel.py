@@ -64,3 +64,43 @@ def test_igamma(fn):
 def test_bessel_j(fn):
     x = torch.cat([torch.randn(200) * 6, torch.tensor([0.0, 7.99, 8.0, 8.01, -12.0, 30.0])])
     assert_close(fn(x.to(TPU)).cpu(), fn(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("fn", ["modified_bessel_k0", "modified_bessel_k1",
+                                "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_bessel_k(fn, dtype):
+    # each of the three regimes (series below 1/2, integral, Hankel's
+    # expansion above 25) and their borders, the special values
+    f = getattr(torch.special, fn)
+    x = torch.cat([torch.rand(100) * 40, torch.rand(50) * 0.6,
+                   torch.tensor([1e-6, 0.4999, 0.5, 0.5001, 24.99, 25.0, 25.01, 80.0, 1e4,
+                                 0.0, -1.0, float("inf"), float("nan")])]).to(dtype)
+    want = f(x.double())
+    got = f(x.to(TPU)).cpu()
+    assert got.dtype == dtype
+    tol = 1e-12 if dtype == torch.float64 else 2e-6
+    # (float32's subnormal range: K0(100) is 5e-45)
+    assert_close(got.double(), want, rtol=tol, atol=1e-300 if dtype == torch.float64 else 1e-37,
+                 equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", ["bessel_y0", "bessel_y1"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_bessel_y(fn, dtype):
+    # against CPU; CPU's own Y0/Y1 err by up to 1e-5 (Y0) and 1e-4 (Y1)
+    # relative near their zeros, where ours (a float64 series below 20,
+    # Hankel's expansion above) is closer to the true values
+    f = getattr(torch.special, fn)
+    x = torch.cat([torch.rand(200) * 40, torch.tensor([1e-6, 0.3, 19.99, 20.0, 20.01, 500.0,
+                                                        0.0, -2.0, float("inf"), float("nan")])])
+    x = x.to(dtype)
+    assert_close(f(x.to(TPU)).cpu(), f(x), rtol=2e-4, atol=2e-6, equal_nan=True)
+    # the values at a few points to 1e-9 (float64)
+    if dtype == torch.float64:
+        pts = torch.tensor([1.0, 3.0, 10.0, 30.0], dtype=dtype)
+        ref = {"bessel_y0": [0.08825696421567696, 0.3768500100127904, 0.055671167283599395,
+                             -0.11729573168666403],
+               "bessel_y1": [-0.7812128213002887, 0.3246744247918, 0.24901542420695388,
+                             0.08442557066174723]}[fn]
+        assert_close(f(pts.to(TPU)).cpu(), torch.tensor(ref, dtype=dtype), rtol=1e-9, atol=1e-12)

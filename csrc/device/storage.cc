@@ -9,6 +9,7 @@
 #include <ATen/native/ResizeCommon.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/view_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -336,6 +337,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
   m.impl("set_.source_Storage", TORCH_FN(set_storage_whole));
   m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
+  m.impl("is_set_to", TORCH_FN(at::native::is_set_to));
   m.impl("set_", TORCH_FN(set_empty));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }

@@ -461,6 +461,26 @@ std::vector<Value> Scan(Builder& b, const std::vector<Value>& xs, const std::vec
                         int64_t dim, const ir::RegionFn& body) {
   const ir::TensorType t = b.type(xs[0]);
   const int64_t r = t.rank(), n = t.dims[dim];
+  if (xs.size() > 1) {
+    // A scan of several operands (values and indices) as log2(n) doubling
+    // steps of elementwise combines (Hillis-Steele): XLA CPU's rewrite of
+    // long variadic reduce_windows fails to compile (a shape RET_CHECK at
+    // n = 100). `body` then combines whole tensors, so it must not make
+    // constants of its own.
+    std::vector<Value> acc = xs;
+    for (int64_t step = 1; step < n; step *= 2) {
+      std::vector<Value> args = acc;
+      for (size_t i = 0; i < acc.size(); ++i) {
+        ir::Dims lo(r, 0), hi(r, 0), limit = b.type(acc[i]).dims;
+        lo[dim] = step;
+        limit[dim] = n - step;
+        Value head = ir::Slice(b, acc[i], ir::Dims(r, 0), limit, ir::Dims(r, 1));
+        args.push_back(ir::Pad(b, head, inits[i], lo, hi, ir::Dims(r, 0)));
+      }
+      acc = body(b, args);
+    }
+    return acc;
+  }
   ir::Window w{ir::Dims(r, 1), ir::Dims(r, 1), ir::Dims(r, 1), ir::Dims(r, 0), ir::Dims(r, 0)};
   w.dims[dim] = n;
   w.pad_lo[dim] = n - 1;

@@ -281,15 +281,20 @@ void CheckGrid(const Tensor& input, const Tensor& grid, int64_t interp, int64_t 
   const char* op = nd == 2 ? "grid_sampler_2d" : "grid_sampler_3d";
   CheckTpu(op, input, "input");
   CheckTpu(op, grid, "grid");
+  // CPU's checks, in its order (the common ones, then the 2-D / 3-D one)
+  TORCH_CHECK(input.size(0) == grid.size(0), "grid_sampler(): expected grid and input to have "
+              "same batch size, but got input with sizes ", input.sizes(),
+              " and grid with sizes ", grid.sizes());
+  TORCH_CHECK(grid.size(-1) == input.dim() - 2, "grid_sampler(): expected grid to have size ",
+              input.dim() - 2, " in last dimension, but got grid with sizes ", grid.sizes());
+  for (int64_t i = 2; i < input.dim(); ++i)
+    TORCH_CHECK(input.size(i) > 0, "grid_sampler(): expected input to have non-empty spatial "
+                "dimensions, but input has sizes ", input.sizes(), " with dimension ", i,
+                " being empty");
   TORCH_CHECK(input.dim() == nd + 2 && grid.dim() == nd + 2, "grid_sampler(): expected ", nd + 2,
               "D input and grid "
               "with same number of dimensions, but got input with sizes ", input.sizes(),
               " and grid with sizes ", grid.sizes());
-  TORCH_CHECK(input.size(0) == grid.size(0), "grid_sampler(): expected grid and input to have "
-              "same batch size, but got input with sizes ", input.sizes(),
-              " and grid with sizes ", grid.sizes());
-  TORCH_CHECK(grid.size(-1) == nd, "grid_sampler(): expected grid to have size ", nd, " in last "
-              "dimension, but got grid with sizes ", grid.sizes());
   TORCH_CHECK(input.scalar_type() == grid.scalar_type(), "grid_sampler(): expected input and "
               "grid to have same dtype, but input has ", input.scalar_type(), " and grid has ",
               grid.scalar_type());
@@ -306,8 +311,6 @@ Tensor GridSample(const Tensor& input, const Tensor& grid, int64_t interp, int64
   std::vector<int64_t> os{input.size(0), input.size(1)};
   for (int64_t i = 1; i <= nd; ++i) os.push_back(grid.size(i));
   if (c10::multiply_integers(os) == 0) return EmptyTpu(os, input.scalar_type());
-  for (int64_t i = 2; i < input.dim(); ++i)
-    if (input.size(i) == 0) return at::zeros(os, input.options());
   return Run1(kGridSampler, {{interp, padding, align_corners ? 1 : 0}, {}, {}},
               {OperandOf(input), OperandOf(grid)}, TypeOf(os, input.scalar_type()));
 }

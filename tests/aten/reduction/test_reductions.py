@@ -137,3 +137,20 @@ def test_hash_tensor_dim_checks():
     with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
         torch.hash_tensor(torch.zeros([1] * 65, dtype=torch.long, device=TPU), dim=0)
     assert torch.equal(torch.hash_tensor(x, dim=1).cpu(), torch.hash_tensor(x.cpu(), dim=1))
+
+
+@pytest.mark.parametrize("n", [7, 100, 257])
+@pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
+def test_cummax_cummin_long_scans(op, n):
+    # ties keep the last index and NaN, once seen, stays (as CPU)
+    x = torch.randint(0, 5, (3, n)).float()
+    x[1, n // 2] = float("nan")
+    x[2, 1] = float("inf")
+    for d in (0, 1):
+        v, i = op(x.to("tpu"), d)
+        wv, wi = op(x, d)
+        assert_close(v.cpu(), wv, equal_nan=True)
+        assert torch.equal(i.cpu(), wi)
+    b = torch.rand(4, n) > 0.5
+    v, i = op(b.to("tpu"), 1)
+    assert torch.equal(v.cpu(), op(b, 1)[0]) and torch.equal(i.cpu(), op(b, 1)[1])

@@ -1,4 +1,4 @@
-"""torch.optim.Adam/AdamW(fused=True) on tpu against the CPU's fused kernel:
+"""torch.optim.Adam/AdamW/SGD(fused=True) on tpu against the CPU's fused kernel:
 one program for the whole step, every option."""
 
 import copy
@@ -53,3 +53,31 @@ def test_fused_adam_skips_step_on_found_inf():
                        weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False,
                        grad_scale=torch.tensor(2.0, device="tpu"), found_inf=torch.tensor(1.0, device="tpu"))
     assert torch.equal(p.cpu(), before) and m.abs().sum().item() == 0
+
+
+@pytest.mark.parametrize("kw", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True},
+                                {"momentum": 0.9, "dampening": 0.3, "weight_decay": 0.1},
+                                {"maximize": True, "weight_decay": 0.05},
+                                {"momentum": 0.5, "lr": torch.tensor(0.05)}],
+                         ids=["plain", "momentum", "nesterov", "dampening_wd", "maximize",
+                              "tensor_lr"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_sgd_matches_cpu(kw, dtype, highest_matmul_precision):
+    kw = dict(kw)
+    kw.setdefault("lr", 0.05)
+    got = run(torch.optim.SGD, "tpu", dtype=dtype, **kw)
+    ref = run(torch.optim.SGD, "cpu", dtype=dtype,
+              **{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()})
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_sgd_skips_step_on_found_inf():
+    p = torch.randn(4, device="tpu")
+    buf = torch.randn(4, device="tpu")
+    before, buf_before = p.cpu().clone(), buf.cpu().clone()
+    torch._fused_sgd_([p], [torch.randn(4, device="tpu")], [buf], weight_decay=0.0,
+                      momentum=0.9, lr=0.1, dampening=0.0, nesterov=False, maximize=False,
+                      is_first_step=False, grad_scale=torch.tensor(2.0, device="tpu"),
+                      found_inf=torch.tensor(1.0, device="tpu"))
+    assert torch.equal(p.cpu(), before) and torch.equal(buf.cpu(), buf_before)

@@ -1,5 +1,5 @@
 // Reflection and replication padding, nearest, (bi/tri)linear and bicubic
-// upsampling, with backward.
+// upsampling (bilinear and bicubic also with antialias), with backward.
 //
 // All of them are separable: along each spatial dim, output position j reads
 // input position idx[j] (or blends two positions with weights), where idx
@@ -8,6 +8,8 @@
 // embedded as constants; the forward is a gather per dim and the backward a
 // scatter-add per dim (in reverse order). Kernels flatten the leading dims,
 // so the lowerings see [B, spatial...].
+#include <ATen/ops/_upsample_bicubic2d_aa.h>
+#include <ATen/ops/_upsample_bilinear2d_aa.h>
 #include <ATen/ops/upsample_bicubic2d.h>
 #include <ATen/ops/upsample_bilinear2d.h>
 #include <ATen/ops/upsample_linear1d.h>
@@ -148,7 +150,10 @@ TPU_PAD_OPS(replication_pad3d, 3, 1)
 
 // ---- upsampling ----
 
-enum Mode : int64_t { kNearest = 0, kNearestExact = 1, kLinear = 2, kCubic = 3 };
+enum Mode : int64_t {
+  kNearest = 0, kNearestExact = 1, kLinear = 2, kCubic = 3,
+  kLinearAA = 4, kCubicAA = 5,  // antialias=True: a filter as wide as the downscale
+};
 
 // The source positions and weights of each output position along one dim:
 // K taps (1 for nearest, 2 linear, 4 cubic), each a position and a weight
@@ -248,10 +253,53 @@ Taps CubicTaps(int64_t n, int64_t o, bool align_corners, double scale) {
   return t;
 }
 
+// antialias=True, as PyTorch's CPU kernels (and PIL): output j averages the
+// inputs within `support` of its center with a triangle (linear) or Keys
+// cubic (A = -0.5) filter stretched by the downscale factor, normalized to
+// sum 1. Positions past an output's window repeat its first one with weight
+// 0, so every output has the same number of taps.
+template <typename T>
+Taps AntialiasTaps(int64_t n, int64_t o, bool align_corners, double scale_arg, bool cubic) {
+  const T scale = AreaScale<T>(n, o, align_corners, scale_arg);
+  const int interp = cubic ? 4 : 2;
+  const T support = scale >= 1 ? (interp * static_cast<T>(0.5)) * scale : interp * static_cast<T>(0.5);
+  const int64_t taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  const T invscale = scale >= 1 ? 1 / scale : 1;
+  auto filter = [&](T x) -> T {
+    x = std::abs(x);
+    if (!cubic) return x < 1 ? 1 - x : 0;
+    const T A = static_cast<T>(-0.5);
+    if (x < 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0;
+  };
+  Taps t;
+  t.idx.assign(taps, {});
+  t.w.assign(taps, {});
+  std::vector<T> w(taps);
+  for (int64_t j = 0; j < o; ++j) {
+    const T center = scale * (j + static_cast<T>(0.5));
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + static_cast<T>(0.5)), 0);
+    const int64_t size = std::clamp<int64_t>(
+        std::min<int64_t>(static_cast<int64_t>(center + support + static_cast<T>(0.5)), n) - lo, 0, taps);
+    T total = 0;
+    for (int64_t k = 0; k < size; ++k) total += (w[k] = filter((k + lo - center + static_cast<T>(0.5)) * invscale));
+    for (int64_t k = 0; k < taps; ++k) {
+      const bool in = k < size;
+      t.idx[k].push_back(in ? lo + k : std::min(lo, n - 1));
+      t.w[k].push_back(in && total != 0 ? static_cast<double>(w[k] / total) : 0.0);
+    }
+  }
+  return t;
+}
+
 Taps TapsFor(const lazy::Attrs& a, int64_t i, int64_t n, int64_t o, DType ct) {
   const int64_t mode = a.ints[1];
   const double scale = a.floats[i];
   const bool ac = a.ints[2] != 0;
+  if (mode == kLinearAA || mode == kCubicAA)
+    return ct == DType::F64 ? AntialiasTaps<double>(n, o, ac, scale, mode == kCubicAA)
+                            : AntialiasTaps<float>(n, o, ac, scale, mode == kCubicAA);
   if (mode == kNearest || mode == kNearestExact)
     return NearestTaps(n, o, scale, mode == kNearestExact);
   if (mode == kCubic)
@@ -265,9 +313,21 @@ VS LowerUpsample(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
   const int64_t nd = a.ints[0];
   const ir::TensorType t = b.type(in[0]);
   const DType ct = ComputeType(t.dtype);
-  const bool weighted = a.ints[1] == kLinear || a.ints[1] == kCubic;
+  const bool weighted = a.ints[1] != kNearest && a.ints[1] != kNearestExact;
+  const bool integer = weighted && ir::IsInteger(out[0].dtype);
+  // uint8 images: each pass is rounded to nearest and saturated, as CPU's
+  // integer kernels do (a cubic filter overshoots the input's range), last
+  // dim first as they run
+  auto saturate = [&](Value x) {
+    const ir::Dims& d = b.type(x).dims;
+    x = ir::Unary(b, "stablehlo.floor",
+                  ir::Binary(b, "stablehlo.add", x, ir::Full(b, ir::ConstantF(b, 0.5, ct), d)));
+    return ir::Max(b, ir::Min(b, x, ir::Full(b, ir::Convert(b, ir::MaxValue(b, out[0].dtype), ct), d)),
+                   ir::Full(b, ir::Convert(b, ir::MinValue(b, out[0].dtype), ct), d));
+  };
   Value x = weighted ? ir::Convert(b, in[0], ct) : in[0];
-  for (int64_t i = 0; i < nd; ++i) {
+  for (int64_t step = 0; step < nd; ++step) {
+    const int64_t i = integer ? nd - 1 - step : step;
     const int64_t n = t.dims[1 + i], o = out[0].dims[1 + i];
     Taps tp = TapsFor(a, i, n, o, ct);
     if (!weighted) {
@@ -281,7 +341,7 @@ VS LowerUpsample(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
       Value term = ir::Binary(b, "stablehlo.multiply", wk, xk);
       acc = acc.valid() ? ir::Binary(b, "stablehlo.add", acc, term) : term;
     }
-    x = acc;
+    x = integer ? saturate(acc) : acc;
   }
   return {ir::Convert(b, x, out[0].dtype)};
 }
@@ -292,7 +352,7 @@ VS LowerUpsampleGrad(Builder& b, const VS& in, const lazy::Attrs& a, const TT& o
   const int64_t nd = a.ints[0];
   const ir::TensorType gt = b.type(in[0]);
   const DType ct = ComputeType(out[0].dtype);
-  const bool weighted = a.ints[1] == kLinear || a.ints[1] == kCubic;
+  const bool weighted = a.ints[1] != kNearest && a.ints[1] != kNearestExact;
   Value g = ir::Convert(b, in[0], ct);
   for (int64_t i = nd - 1; i >= 0; --i) {
     const int64_t n = out[0].dims[1 + i], o = gt.dims[1 + i];
@@ -323,9 +383,12 @@ Tensor Upsample(const char* op, const Tensor& self, int64_t nd, const lazy::Attr
                 at::IntArrayRef out_sizes) {
   CheckTpu(op, self, "self");
   if (c10::multiply_integers(out_sizes) == 0) return EmptyTpu(out_sizes, self.scalar_type());
-  return Run1(kUpsample, attrs, {OperandOf(Flat(self, nd))},
-              TypeOf(FlatSizes(out_sizes, nd), self.scalar_type()))
-      .reshape(out_sizes);
+  Tensor r = Run1(kUpsample, attrs, {OperandOf(Flat(self, nd))},
+                  TypeOf(FlatSizes(out_sizes, nd), self.scalar_type()))
+                 .reshape(out_sizes);
+  // The output keeps a channels-last input's layout, as on CPU.
+  const auto format = self.suggest_memory_format();
+  return format == at::MemoryFormat::Contiguous ? r : r.contiguous(format);
 }
 
 Tensor UpsampleGrad(const char* op, const Tensor& grad, int64_t nd, const lazy::Attrs& attrs,
@@ -416,6 +479,28 @@ Tensor upsample_bicubic2d_tpu(const Tensor& self, at::IntArrayRef os, bool ac, O
   Tensor m = at::upsample_bicubic2d(MetaOf(self), os, ac, sh, sw);
   return Upsample("upsample_bicubic2d", self, 2, UpAttrs(2, kCubic, ac, {sh, sw}), m.sizes());
 }
+Tensor upsample_bilinear2d_aa_tpu(const Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
+  CheckRank("_upsample_bilinear2d_aa", self, 2);
+  Tensor m = at::_upsample_bilinear2d_aa(MetaOf(self), os, ac, sh, sw);
+  return Upsample("_upsample_bilinear2d_aa", self, 2, UpAttrs(2, kLinearAA, ac, {sh, sw}),
+                  m.sizes());
+}
+Tensor upsample_bicubic2d_aa_tpu(const Tensor& self, at::IntArrayRef os, bool ac, OptD sh, OptD sw) {
+  CheckRank("_upsample_bicubic2d_aa", self, 2);
+  Tensor m = at::_upsample_bicubic2d_aa(MetaOf(self), os, ac, sh, sw);
+  return Upsample("_upsample_bicubic2d_aa", self, 2, UpAttrs(2, kCubicAA, ac, {sh, sw}),
+                  m.sizes());
+}
+Tensor upsample_bilinear2d_aa_backward_tpu(const Tensor& g, at::IntArrayRef os,
+                                           at::IntArrayRef is, bool ac, OptD sh, OptD sw) {
+  return UpsampleGrad("_upsample_bilinear2d_aa_backward", g, 2,
+                      UpAttrs(2, kLinearAA, ac, {sh, sw}), os, is);
+}
+Tensor upsample_bicubic2d_aa_backward_tpu(const Tensor& g, at::IntArrayRef os,
+                                          at::IntArrayRef is, bool ac, OptD sh, OptD sw) {
+  return UpsampleGrad("_upsample_bicubic2d_aa_backward", g, 2,
+                      UpAttrs(2, kCubicAA, ac, {sh, sw}), os, is);
+}
 Tensor upsample_bicubic2d_backward_tpu(const Tensor& g, at::IntArrayRef os, at::IntArrayRef is,
                                        bool ac, OptD sh, OptD sw) {
   return UpsampleGrad("upsample_bicubic2d_backward", g, 2, UpAttrs(2, kCubic, ac, {sh, sw}), os,
@@ -502,6 +587,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("upsample_trilinear3d_backward", TORCH_FN(upsample_trilinear3d_backward_tpu));
   m.impl("upsample_bicubic2d", TORCH_FN(upsample_bicubic2d_tpu));
   m.impl("upsample_bicubic2d_backward", TORCH_FN(upsample_bicubic2d_backward_tpu));
+  m.impl("_upsample_bilinear2d_aa", TORCH_FN(upsample_bilinear2d_aa_tpu));
+  m.impl("_upsample_bicubic2d_aa", TORCH_FN(upsample_bicubic2d_aa_tpu));
+  m.impl("_upsample_bilinear2d_aa_backward", TORCH_FN(upsample_bilinear2d_aa_backward_tpu));
+  m.impl("_upsample_bicubic2d_aa_backward", TORCH_FN(upsample_bicubic2d_aa_backward_tpu));
 }
 
 }  // namespace tpu::ops

@@ -148,3 +148,39 @@ def test_grid_sample_3d(mode, padding_mode):
         compare_grad(lambda t, g: F.grid_sample(t, g, mode=mode, padding_mode=padding_mode,
                                                 align_corners=ac),
                      x, grid, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [(7, 9), (32, 20), (50, 80)])
+def test_antialias_interpolate_matches_cpu(mode, align_corners, size):
+    x = torch.randn(2, 3, 40, 37, requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    kw = dict(size=size, mode=mode, antialias=True, align_corners=align_corners)
+    a, b = F.interpolate(x, **kw), F.interpolate(xt, **kw)
+    torch.testing.assert_close(b.cpu(), a, rtol=1e-5, atol=2e-5)
+    g = torch.randn_like(a)
+    a.backward(g)
+    b.backward(g.to("tpu"))
+    torch.testing.assert_close(xt.grad.cpu(), x.grad, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+def test_uint8_interpolate_rounds_and_saturates_each_pass(mode, antialias):
+    # CPU's uint8 kernels round each separable pass to nearest and clip it
+    # to [0, 255] (they quantize their weights, hence atol 2)
+    u = torch.randint(0, 256, (1, 3, 40, 37), dtype=torch.uint8)
+    for size in ((32, 20), (50, 80)):
+        kw = dict(size=size, mode=mode, antialias=antialias, align_corners=False)
+        want = F.interpolate(u, **kw)
+        got = F.interpolate(u.to("tpu"), **kw).cpu()
+        assert got.dtype == torch.uint8
+        assert (got.int() - want.int()).abs().max() <= 2
+
+
+def test_interpolate_keeps_channels_last():
+    x = torch.randn(2, 3, 16, 16).contiguous(memory_format=torch.channels_last)
+    y = F.interpolate(x.to("tpu"), scale_factor=2, mode="bilinear")
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(y.cpu(), F.interpolate(x, scale_factor=2, mode="bilinear"))

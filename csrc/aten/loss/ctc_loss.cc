@@ -263,6 +263,7 @@ void CheckArgs(const Tensor& lp, const Tensor& targets, int64_t blank, int64_t n
               "ctc_loss_tpu)");
   TORCH_CHECK(at::isFloatingType(lp.scalar_type()), "ctc_loss: expected floating log_probs, got ",
               lp.scalar_type());
+  TORCH_CHECK(lp.numel() > 0, "log_probs tensor must not be empty");
   TORCH_CHECK(targets.dim() >= 1 && targets.dim() <= 2, "Expected 1 to 2 dimensions, but got ",
               targets.dim(), "-dimensional tensor for argument #2 'targets' (while checking "
               "arguments for ctc_loss_tpu)");

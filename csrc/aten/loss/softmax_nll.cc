@@ -181,6 +181,9 @@ void CheckNll(const Tensor& self, const Tensor& target, const std::optional<Tens
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
   TORCH_CHECK(target.dim() <= 1,
               "0D or 1D target tensor expected, multi-target not supported");
+  TORCH_CHECK_VALUE(self.dim() != 1 || target.dim() != 1 || target.size(0) == 1,
+                    "For 1D input, 1D target must have size 1, but got target size: ",
+                    target.size(0));
   const bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
   TORCH_CHECK(no_batch_dim || (self.size(0) == target.size(0)), "size mismatch (got input: ",
               self.sizes(), ", target: ", target.sizes(), ")");

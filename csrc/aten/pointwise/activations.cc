@@ -169,12 +169,25 @@ TPU_ACT3(erfc, kErfc, {}, true)
 void CheckLambd(const char* op, double l) {
   TORCH_CHECK(l >= 0, op, " lambda must be greater or equal to 0, but found to be ", l, ".");
 }
+// softshrink's lambda must fit the input's dtype (CPU's check and message).
+void CheckSoftshrinkLambd(const Tensor& x, double l) {
+  double top = std::numeric_limits<double>::infinity();
+  switch (x.scalar_type()) {
+    case at::kHalf: top = 65504.0; break;
+    case at::kBFloat16: top = static_cast<double>(std::numeric_limits<c10::BFloat16>::max()); break;
+    case at::kFloat: top = static_cast<double>(std::numeric_limits<float>::max()); break;
+    case at::kDouble: top = std::numeric_limits<double>::max(); break;
+    default: break;
+  }
+  TORCH_CHECK(l >= 0 && l <= top, "lambda must be in range [0, ", top, "] for input dtype ",
+              x.scalar_type(), ", but found ", l);
+}
 Tensor softshrink_tpu(const Tensor& x, const c10::Scalar& l) {
-  CheckLambd("softshrink", l.toDouble());
+  CheckSoftshrinkLambd(x, l.toDouble());
   return Act(kSoftshrink, "softshrink", x, {l.toDouble()}, nullptr);
 }
 Tensor& softshrink_out_tpu(const Tensor& x, const c10::Scalar& l, Tensor& o) {
-  CheckLambd("softshrink", l.toDouble());
+  CheckSoftshrinkLambd(x, l.toDouble());
   Act(kSoftshrink, "softshrink", x, {l.toDouble()}, &o);
   return o;
 }
@@ -196,7 +209,9 @@ Tensor ThresholdAny(const Tensor& x, const c10::Scalar& th, const c10::Scalar& v
   const lazy::Attrs attrs{{IrCode(OpMathType(rt))}, {th.toDouble(), v.toDouble()}, {}};
   if (!dst) return Run1(kThreshold, attrs, {OperandOf(x)}, TypeOf(x.sizes(), rt));
   if (!dst->is_same(x)) PrepareOut("threshold", *dst, x.sizes(), rt);
-  RunInto(kThreshold, attrs, {OperandOf(x)}, {TypeOf(x.sizes(), rt)}, {*dst});
+  // in place on an expanded tensor is fine, as on CPU: threshold is idempotent
+  RunInto(kThreshold, attrs, {OperandOf(x)}, {TypeOf(x.sizes(), rt)}, {*dst},
+          /*allow_overlap=*/dst->is_same(x));
   return *dst;
 }
 Tensor threshold_tpu(const Tensor& x, const c10::Scalar& th, const c10::Scalar& v) {

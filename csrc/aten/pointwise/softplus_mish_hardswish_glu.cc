@@ -46,8 +46,9 @@ Value Hardswish(Builder& b, const VS& v, const std::vector<double>&) {
 Value HardswishGrad(Builder& b, const VS& v, const std::vector<double>&) {
   Value g = v[0], x = v[1];
   Value mid = Mul(b, g, Add(b, Div(b, x, C(b, 3, x)), C(b, 0.5, x)));
-  return ir::Select(b, Lt(b, x, C(b, -3, x)), C(b, 0, x),
-                    ir::Select(b, Le(b, x, C(b, 3, x)), mid, g));
+  // at the corners as CPU: 0 at -3, the gradient itself at 3
+  return ir::Select(b, Le(b, x, C(b, -3, x)), C(b, 0, x),
+                    ir::Select(b, Lt(b, x, C(b, 3, x)), mid, g));
 }
 Value Hardsigmoid(Builder& b, const VS& v, const std::vector<double>&) {
   return Div(b, Clamp(b, Add(b, v[0], C(b, 3, v[0])), 0, 6), C(b, 6, v[0]));

@@ -110,6 +110,17 @@ lazy::Attrs PadAttrs(int64_t nd, int64_t mode, at::IntArrayRef padding) {
   return {ints, {}, {}};
 }
 
+// CPU's input check (padding::check_valid_input), made before the meta
+// function, which takes any rank.
+void CheckPadInput(const Tensor& self, int64_t nd) {
+  bool nonzero = true;
+  for (int64_t d = 1; d < self.dim(); ++d) nonzero = nonzero && self.size(d) != 0;
+  const bool ok = (self.dim() == nd + 1 && nonzero && self.size(0) != 0) ||
+                  (self.dim() == nd + 2 && nonzero);
+  TORCH_CHECK(ok, "Expected ", nd + 1, "D or ", nd + 2, "D (batch mode) tensor with possibly 0 "
+              "batch size and other non-zero dimensions for input, but got: ", self.sizes());
+}
+
 Tensor PadForward(const char* op, const Tensor& self, int64_t nd, int64_t mode,
                   at::IntArrayRef padding, at::IntArrayRef out_sizes) {
   CheckTpu(op, self, "self");
@@ -132,6 +143,7 @@ Tensor PadBackward(const char* op, const Tensor& grad, const Tensor& self, int64
 
 #define TPU_PAD_OPS(name, nd, mode)                                                       \
   Tensor name##_tpu(const Tensor& self, at::IntArrayRef padding) {                       \
+    CheckPadInput(self, nd);                                                               \
     Tensor meta = at::name(MetaOf(self), padding);                                         \
     return PadForward(#name, self, nd, mode, padding, meta.sizes());                       \
   }                                                                                        \

@@ -61,3 +61,19 @@ def test_bce_with_logits_and_kl_div():
     compare_grad(lambda a, b: F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"), x, p)
     compare_grad(lambda a, b: F.kl_div(a.log_softmax(-1), b.log_softmax(-1), reduction="sum",
                                        log_target=True), x, p)
+
+
+def test_loss_argument_errors_as_cpu():
+    with pytest.raises(ValueError, match="For 1D input, 1D target must have size 1"):
+        F.nll_loss(torch.randn(10, device="tpu"), torch.randint(0, 10, (3,), device="tpu"))
+    e = torch.tensor([], dtype=torch.long, device="tpu")
+    with pytest.raises(RuntimeError, match="log_probs tensor must not be empty"):
+        F.ctc_loss(torch.rand(0, 0, 4, device="tpu"), e, e, e, reduction="none")
+
+
+def test_hardswish_grad_at_the_corners():
+    x = torch.tensor([-3.0, 3.0], requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    F.hardswish(x).sum().backward()
+    F.hardswish(xt).sum().backward()
+    assert xt.grad.cpu().tolist() == x.grad.tolist() == [0.0, 1.0]

@@ -47,8 +47,14 @@ def test_prelu_and_inplace_forms():
     assert_close(out.cpu(), torch.sinc(x))
     assert torch.equal(F.threshold(torch.arange(5).to(TPU), 2, 9).cpu(),
                        F.threshold(torch.arange(5), 2, 9))
-    with pytest.raises(RuntimeError, match="lambda must be greater or equal to 0"):
+    # CPU's check and message: lambda within [0, the dtype's largest value]
+    with pytest.raises(RuntimeError, match=r"lambda must be in range \[0, 3.40282e\+38\] for input dtype Float, but found -1"):
         F.softshrink(x.to(TPU), -1.0)
+    with pytest.raises(RuntimeError, match=r"lambda must be in range \[0, 65504\] for input dtype Half, but found 65507"):
+        F.softshrink(x.half().to(TPU), 65507.0)
+    # threshold_ may write an expanded tensor (it is idempotent), as on CPU
+    e = torch.randn((1, 6), device=TPU).expand((6, 6))
+    F.threshold_(e, 0.5, 0.5)
 
 
 def test_nan_to_num():

@@ -184,3 +184,10 @@ def test_interpolate_keeps_channels_last():
     y = F.interpolate(x.to("tpu"), scale_factor=2, mode="bilinear")
     assert y.is_contiguous(memory_format=torch.channels_last)
     torch.testing.assert_close(y.cpu(), F.interpolate(x, scale_factor=2, mode="bilinear"))
+
+
+def test_pad_rank_checks_as_cpu():
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D .batch mode. tensor"):
+        torch.ops.aten.reflection_pad1d(torch.randn(3, 3, 10, 10, device="tpu"), (2, 2))
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D .batch mode. tensor"):
+        torch.ops.aten.replication_pad2d(torch.randn(3, 3, 10, 10, 10, device="tpu"), (2, 2, 2, 2))

@@ -1180,3 +1180,28 @@ def test_parametric_activations_forward_backward(fn):
     y_in = x.to(TPU).clone()
     F.leaky_relu_(y_in, 0.2)
     assert_close(y_in.cpu(), F.leaky_relu(x, 0.2))
+
+
+@pytest.mark.parametrize("use_gelu", [True, False])
+def test_addmm_activation(use_gelu, highest_matmul_precision):
+    a, b, s = torch.randn(5, 8), torch.randn(8, 3), torch.randn(3)
+    want = torch._addmm_activation(s, a, b, beta=0.5, alpha=2.0, use_gelu=use_gelu)
+    got = torch._addmm_activation(s.to("tpu"), a.to("tpu"), b.to("tpu"), beta=0.5, alpha=2.0,
+                                  use_gelu=use_gelu)
+    torch.testing.assert_close(got.cpu(), want)
+    out = torch.empty(0, device="tpu")
+    torch._addmm_activation(s.to("tpu"), a.to("tpu"), b.to("tpu"), use_gelu=use_gelu, out=out)
+    torch.testing.assert_close(out.cpu(), torch._addmm_activation(s, a, b, use_gelu=use_gelu))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_weight_int8pack_mm(dtype, highest_matmul_precision):
+    a = torch.rand(4, 64, dtype=dtype)
+    b = torch.randint(-128, 127, (24, 64), dtype=torch.int8)
+    scales = torch.rand(24, dtype=dtype)
+    want = torch._weight_int8pack_mm(a, b, scales)
+    got = torch._weight_int8pack_mm(a.to("tpu"), b.to("tpu"), scales.to("tpu")).cpu()
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, want, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-2)
+    with pytest.raises(RuntimeError, match="expect B to be int8 tensor"):
+        torch._weight_int8pack_mm(a.to("tpu"), b.float().to("tpu"), scales.to("tpu"))

@@ -3,6 +3,10 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/relu.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -237,7 +241,42 @@ Tensor& addbmm__tpu(Tensor& self, const Tensor& b1, const Tensor& b2, const c10:
 
 }  // namespace
 
+// addmm followed by relu or gelu (exact, as CPU's), the epilogue CPU and
+// CUDA fuse (XLA fuses it here).
+Tensor addmm_activation(const Tensor& s, const Tensor& a, const Tensor& b, const c10::Scalar& beta,
+                        const c10::Scalar& alpha, bool use_gelu) {
+  Tensor r = AddMatmul("_addmm_activation", s, a, b, beta, alpha, false, nullptr);
+  return use_gelu ? at::gelu(r) : at::relu(r);
+}
+Tensor& addmm_activation_out(const Tensor& s, const Tensor& a, const Tensor& b,
+                             const c10::Scalar& beta, const c10::Scalar& alpha, bool use_gelu,
+                             Tensor& out) {
+  return CopyInto("_addmm_activation", addmm_activation(s, a, b, beta, alpha, use_gelu), out);
+}
+
+// Weight-only int8 linear: A [M, K] times int8 B [N, K] transposed, each
+// output column scaled, accumulated in float32 and returned in A's dtype.
+Tensor weight_int8pack_mm(const Tensor& A, const Tensor& B, const Tensor& scales) {
+  const char* op = "_weight_int8pack_mm";
+  CheckTpu(op, A, "self");
+  CheckTpu(op, B, "mat2");
+  CheckTpu(op, scales, "scales");
+  TORCH_CHECK(A.scalar_type() == at::kBFloat16 || A.scalar_type() == at::kHalf ||
+                  A.scalar_type() == at::kFloat,
+              op, " : expect A to be either 32-bit or 16-bit float tensor.");
+  TORCH_CHECK(A.dim() == 2, op, " : expect A to be 2D tensor.");
+  TORCH_CHECK(B.scalar_type() == at::kChar, op, " : expect B to be int8 tensor.");
+  TORCH_CHECK(B.dim() == 2 && B.size(1) == A.size(1), op, " : expect B.size(1) == ", A.size(1));
+  TORCH_CHECK(scales.dim() == 1 && scales.size(0) == B.size(0), op,
+              " : expect scales to be 1d tensor with size ", B.size(0));
+  Tensor c = at::mul(at::mm(A.to(at::kFloat), B.to(at::kFloat).t()), scales.to(at::kFloat));
+  return c.to(A.scalar_type());
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_addmm_activation", TORCH_FN(addmm_activation));
+  m.impl("_addmm_activation.out", TORCH_FN(addmm_activation_out));
+  m.impl("_weight_int8pack_mm", TORCH_FN(weight_int8pack_mm));
   m.impl("dot", TORCH_FN(dot));
   m.impl("addmv", TORCH_FN(addmv));
   m.impl("addmv_", TORCH_FN(addmv_));

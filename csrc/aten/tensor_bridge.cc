@@ -237,6 +237,21 @@ at::Tensor Run1(const lazy::Lowering& op, lazy::Attrs attrs,
   return t;
 }
 
+at::Tensor RunElementwise(const lazy::Lowering& op, lazy::Attrs attrs,
+                          std::vector<lazy::Operand> inputs, const ir::TensorType& out_type,
+                          std::initializer_list<const at::Tensor*> like) {
+  for (const at::Tensor* t : like) {
+    if (t == nullptr || !t->defined() || t->device().type() != c10::DeviceType::PrivateUse1 ||
+        t->sizes() != at::IntArrayRef(out_type.dims))
+      continue;
+    if (t->is_contiguous() || !t->is_non_overlapping_and_dense()) break;
+    at::Tensor out = EmptyStridedTpu(t->sizes(), t->strides(), ToAten(out_type.dtype));
+    RunInto(op, std::move(attrs), std::move(inputs), {out_type}, {out});
+    return out;
+  }
+  return Run1(op, std::move(attrs), std::move(inputs), out_type);
+}
+
 void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,
              std::vector<lazy::Operand> inputs,
              const std::vector<ir::TensorType>& out_types, const std::vector<at::Tensor>& dsts,

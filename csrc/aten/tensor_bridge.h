@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
+#include <initializer_list>
 #include <vector>
 
 #include "ir/ir.h"
@@ -59,6 +60,13 @@ std::vector<at::Tensor> Run(const lazy::Lowering& op, lazy::Attrs attrs,
                             const std::vector<ir::TensorType>& out_types);
 at::Tensor Run1(const lazy::Lowering& op, lazy::Attrs attrs,
                 std::vector<lazy::Operand> inputs, const ir::TensorType& out_type);
+// Runs an elementwise op: its result takes the layout of the first of
+// `like` that already has the result's sizes and a dense layout, permuted
+// or not (channels-last, transposed), as TensorIterator lays out CPU and
+// CUDA results; contiguous otherwise.
+at::Tensor RunElementwise(const lazy::Lowering& op, lazy::Attrs attrs,
+                          std::vector<lazy::Operand> inputs, const ir::TensorType& out_type,
+                          std::initializer_list<const at::Tensor*> like);
 // Runs `op` and writes its results into existing tpu tensors (in-place and
 // out= variants); each value is converted to its destination's dtype.
 void RunInto(const lazy::Lowering& op, lazy::Attrs attrs,

@@ -130,7 +130,7 @@ Tensor Act(const lazy::Lowering& op, const char* name, const Tensor& x, std::vec
            const Tensor* dst, bool int_to_float = false) {
   const auto rt = FloatResult(name, x, int_to_float);
   const lazy::Attrs attrs{{IrCode(OpMathType(rt))}, std::move(params), {}};
-  if (!dst) return Run1(op, attrs, Operands(OperandOf(x)), TypeOf(x.sizes(), rt));
+  if (!dst) return RunElementwise(op, attrs, Operands(OperandOf(x)), TypeOf(x.sizes(), rt), {&x});
   if (dst->is_same(x)) {
     TORCH_CHECK(rt == x.scalar_type(), name, ": result type ", rt,
                 " can't be cast to the desired output type ", x.scalar_type());
@@ -207,7 +207,7 @@ Tensor ThresholdAny(const Tensor& x, const c10::Scalar& th, const c10::Scalar& v
   CheckTpu("threshold", x, "self");
   const auto rt = x.scalar_type();
   const lazy::Attrs attrs{{IrCode(OpMathType(rt))}, {th.toDouble(), v.toDouble()}, {}};
-  if (!dst) return Run1(kThreshold, attrs, {OperandOf(x)}, TypeOf(x.sizes(), rt));
+  if (!dst) return RunElementwise(kThreshold, attrs, {OperandOf(x)}, TypeOf(x.sizes(), rt), {&x});
   if (!dst->is_same(x)) PrepareOut("threshold", *dst, x.sizes(), rt);
   // in place on an expanded tensor is fine, as on CPU: threshold is idempotent
   RunInto(kThreshold, attrs, {OperandOf(x)}, {TypeOf(x.sizes(), rt)}, {*dst},

@@ -333,8 +333,8 @@ lazy::Attrs ComputeAttrs(const ElementwiseMeta& m) {
 Tensor Binary(const BinaryOp& op, const Tensor& a, const Tensor& b,
               const c10::Scalar* alpha = nullptr) {
   ElementwiseMeta m = BinaryMeta(op.lowering.name, a, b, op.kind);
-  return Run1(op.lowering, ComputeAttrs(m), BinaryInputs(a, b, m, alpha),
-              TypeOf(m.sizes, m.result));
+  return RunElementwise(op.lowering, ComputeAttrs(m), BinaryInputs(a, b, m, alpha),
+                        TypeOf(m.sizes, m.result), {&a, &b});
 }
 
 Tensor& BinaryInplace(const BinaryOp& op, Tensor& self, const Tensor& other,
@@ -509,7 +509,7 @@ Tensor Ternary(const lazy::Lowering& op, const Tensor& a, const Tensor& b, const
   if (s && !(s->toComplexDouble() == c10::complex<double>(1, 0)))
     in.push_back(ScalarOperand(*s, m.compute));
   const lazy::Attrs attrs{{static_cast<int64_t>(ToIr(m.compute))}, {}, {}};
-  if (!dst) return Run1(op, attrs, in, TypeOf(m.sizes, m.result));
+  if (!dst) return RunElementwise(op, attrs, in, TypeOf(m.sizes, m.result), {&a, &b, &c});
   if (inplace) {
     CheckInplace(op.name, *dst, m);
   } else {
@@ -612,7 +612,8 @@ ElementwiseMeta WhereMeta(const Tensor& c, const Tensor& a, const Tensor& b) {
 
 Tensor where_self(const Tensor& c, const Tensor& a, const Tensor& b) {
   ElementwiseMeta m = WhereMeta(c, a, b);
-  return Run1(kWhere, {}, Operands(OperandOf(c), OperandOf(a), OperandOf(b)), TypeOf(m.sizes, m.result));
+  return RunElementwise(kWhere, {}, Operands(OperandOf(c), OperandOf(a), OperandOf(b)),
+                        TypeOf(m.sizes, m.result), {&c, &a, &b});
 }
 Tensor& where_self_out(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) {
   ElementwiseMeta m = WhereMeta(c, a, b);

@@ -74,7 +74,7 @@ Tensor ClampRun(const Tensor& self, Bound lo, Bound hi, Tensor* dst, bool inplac
   }
   const lazy::Attrs attrs{{lo.present(), hi.present()}, {}, {}};
   const ir::TensorType tt = TypeOf(meta.sizes, rt);
-  if (!dst) return Run1(kClamp, attrs, in, tt);
+  if (!dst) return RunElementwise(kClamp, attrs, in, tt, {&self});
   if (inplace) {
     TORCH_CHECK(c10::canCast(rt, dst->scalar_type()), "result type ", rt,
                 " can't be cast to the desired output type ", dst->scalar_type());

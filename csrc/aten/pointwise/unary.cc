@@ -314,7 +314,8 @@ lazy::Attrs Compute(const ElementwiseMeta& m) {
 
 Tensor Unary(const UnaryOp& op, const Tensor& self) {
   ElementwiseMeta m = UnaryMeta(op, self);
-  return Run1(op.lowering, Compute(m), Operands(OperandOf(self)), TypeOf(m.sizes, m.result));
+  return RunElementwise(op.lowering, Compute(m), Operands(OperandOf(self)),
+                        TypeOf(m.sizes, m.result), {&self});
 }
 Tensor& UnaryInplace(const UnaryOp& op, Tensor& self) {
   ElementwiseMeta m = UnaryMeta(op, self);
@@ -658,7 +659,7 @@ Tensor Param(const lazy::Lowering& op, const Tensor& x, std::vector<double> para
   TORCH_CHECK(at::isFloatingType(x.scalar_type()), "\"", op.name, "\" not implemented for '",
               c10::toString(x.scalar_type()), "'");
   const lazy::Attrs attrs{{IrCode(OpMathType(x.scalar_type()))}, std::move(params), {}};
-  if (!dst) return Run1(op, attrs, {OperandOf(x)}, TypeOf(x.sizes(), x.scalar_type()));
+  if (!dst) return RunElementwise(op, attrs, {OperandOf(x)}, TypeOf(x.sizes(), x.scalar_type()), {&x});
   if (out_form) PrepareOut(op.name, *dst, x.sizes(), x.scalar_type());
   RunInto(op, attrs, {OperandOf(x)}, {TypeOf(x.sizes(), x.scalar_type())}, {*dst});
   return *dst;

@@ -133,3 +133,17 @@ def test_abs_of_unsigned():
     for dtype in (torch.bool, torch.uint16, torch.uint32, torch.uint64):  # CPU has none
         with pytest.raises(NotImplementedError, match="not implemented for"):
             torch.abs(torch.ones(3, dtype=dtype, device="tpu"))
+
+
+@pytest.mark.parametrize("fn", [lambda a: a + 3, lambda a: a.round(), lambda a: a.clip(0, 1),
+                                torch.relu, lambda a: torch.where(a > 0, a, a * 2),
+                                lambda a: torch.addcmul(a, a, a), F.silu],
+                         ids=["add", "round", "clip", "relu", "where", "addcmul", "silu"])
+def test_elementwise_results_keep_the_input_layout(fn):
+    # as TensorIterator on CPU: a channels-last or transposed input gives a
+    # result of the same strides
+    for x in (torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last),
+              torch.randn(16, 8).t()):
+        got, want = fn(x.to(TPU)), fn(x)
+        assert got.stride() == want.stride()
+        assert_close(got.cpu(), want)

@@ -118,14 +118,12 @@ _ARGS_ON_CPU = {"tensor_split": {0}}
 # The OpInfos expected to fail (forward, backward or both) on tpu, each with
 # its reason. The sweep marks them and lists every failure that is not here
 # (a regression) and every entry that passed (to be removed).
-_NO_COMPLEX = "complex32 (chalf) is not supported"
 _RANDOM_REGIONS = ("the pooling regions are drawn from the device's generator, so they differ "
                    "from CPU's draw (with the same samples the results are exact: tests/aten/rnn/test_rnn.py)")
 _NO_SPARSE = "sparse layouts are not supported on tpu"
 _DROPOUT_VALUES = ("samples use dropout: random values cannot match CPU's, but the sweep "
                    "compares values for this OpInfo (its name does not say dropout)")
 EXPECTED_FAILURES = {
-    "chalf": _NO_COMPLEX,
     "linalg.eig": "general (non-symmetric) eigendecomposition is not lowered; its results are complex",
     "linalg.eigvals": "general (non-symmetric) eigendecomposition is not lowered; its results are complex",
     "sparse.sampled_addmm": _NO_SPARSE,
@@ -145,14 +143,7 @@ EXPECTED_FAILURES = {
     "linalg.ldl_factor_ex": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
     "linalg.ldl_solve": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
     "special.airy_ai": "not lowered yet",
-    "special.bessel_y0": "not lowered yet",
-    "special.bessel_y1": "not lowered yet",
-    "special.modified_bessel_k0": "not lowered yet",
-    "special.modified_bessel_k1": "not lowered yet",
-    "special.scaled_modified_bessel_k0": "not lowered yet",
-    "special.scaled_modified_bessel_k1": "not lowered yet",
     "histogramdd": "not lowered yet (_histogramdd_bin_edges)",
-    "_upsample_bilinear2d_aa": "anti-aliased bilinear upsampling is not lowered",
     "nn.functional.fractional_max_pool2d": _RANDOM_REGIONS,
     "nn.functional.fractional_max_pool3d": _RANDOM_REGIONS,
     "nn.functional.grid_sample": "bicubic interpolation is not lowered (bilinear and nearest are)",

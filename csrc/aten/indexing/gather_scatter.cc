@@ -1,5 +1,6 @@
 // Indexing along one dim: index_select, gather, scatter (+ reductions),
 // index_add, index_copy, index_fill_, take and put_.
+#include <ATen/Context.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
@@ -411,7 +412,7 @@ Tensor& IndexFillRun(Tensor& self, int64_t dim, const Tensor& index_in, lazy::Op
     CheckIndexRange(OutOfBoundsRule("aten::index_fill_", true, true, d, size), index, size);
   }
   const bool expanded = WarnIfExpandedWrite(self, "index_fill_", "tensor[mask] = scalar");
-  at::assert_no_partial_overlap(self, index);
+  at::assert_no_overlap(self, index);
   if (index.numel() == 0 || self.numel() == 0) return self;
   Tensor x = self.dim() == 0 ? self.view({1}) : self;
   RunInto(kIndexFill, {{d}, {}, {}}, {OperandOf(x), OperandOf(index), value},
@@ -488,6 +489,8 @@ Tensor& put_tpu(Tensor& self, const Tensor& index, const Tensor& source, bool ac
   TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the "
               "same number of elements, but got source.numel() = ", source.numel(),
               ", index.numel() = ", index.numel());
+  // repeated indices leave which value lands unspecified, on every device
+  if (!accumulate) at::globalContext().alertNotDeterministic("put_");
   if (index.numel() == 0) return self;
   TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
   CheckIndexRange(TakeRule("aten::put_", self.numel()), index, self.numel());

@@ -17,7 +17,7 @@ namespace {
 // ints = (params, amsgrad, maximize, decoupled (AdamW), has grad_scale,
 // has found_inf). ins = lr, beta1, beta2, weight_decay, eps (f64 0-d),
 // [grad_scale], [found_inf], then per parameter p, g, m, v, [vmax], step.
-// outs per parameter: p, m, v, [vmax].
+// outs per parameter: p, m, v, [vmax], [g unscaled, with grad_scale].
 VS LowerFusedAdam(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const int64_t n = a.ints[0];
   const bool amsgrad = a.ints[1], maximize = a.ints[2], decoupled = a.ints[3];
@@ -69,6 +69,10 @@ VS LowerFusedAdam(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out)
       news.push_back(vmax);
       olds.push_back(vmax0);
     }
+    if (has_scale) {  // the gradient is left unscaled, as CPU's and CUDA's kernels leave it
+      news.push_back(div(ir::Convert(b, g0, f), bc(scale, g0)));
+      olds.push_back(g0);
+    }
     for (size_t j = 0; j < news.size(); ++j) {
       Value r = ir::Convert(b, news[j], out[o].dtype);
       if (has_inf) {  // a step with non-finite gradients leaves everything as it was
@@ -118,6 +122,7 @@ void FusedAdam(bool decoupled, at::TensorList params, at::TensorList grads, at::
     ins.push_back(OperandOf(steps[i]));
     std::vector<Tensor> outs{params[i], exp_avgs[i], exp_avg_sqs[i]};
     if (amsgrad) outs.push_back(max_exp_avg_sqs[i]);
+    if (has_scale) outs.push_back(grads[i]);
     for (const Tensor& t : outs) {
       types.push_back(TypeOf(t.sizes(), t.scalar_type()));
       dsts.push_back(t);

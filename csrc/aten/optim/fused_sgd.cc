@@ -16,7 +16,7 @@ namespace {
 // ints = (params, momentum != 0, nesterov, maximize, first step, has
 // grad_scale, has found_inf). ins = lr, weight_decay, momentum, dampening
 // (f64 0-d), [grad_scale], [found_inf], then per parameter p, g, [buf].
-// outs per parameter: p, [buf].
+// outs per parameter: p, [buf], [g unscaled, with grad_scale].
 VS LowerFusedSgd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const int64_t n = a.ints[0];
   const bool use_momentum = a.ints[1], nesterov = a.ints[2], maximize = a.ints[3];
@@ -55,6 +55,10 @@ VS LowerFusedSgd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
     if (use_momentum) {
       news.push_back(buf);
       olds.push_back(buf0);
+    }
+    if (has_scale) {  // the gradient is left unscaled, as CPU's and CUDA's kernels leave it
+      news.push_back(ir::Binary(b, "stablehlo.divide", ir::Convert(b, g0, ct), s(scale0)));
+      olds.push_back(g0);
     }
     for (size_t j = 0; j < news.size(); ++j) {
       Value r = ir::Convert(b, news[j], out[o].dtype);
@@ -105,6 +109,10 @@ void FusedSgd(at::TensorList params, at::TensorList grads, at::TensorList bufs, 
     if (use_momentum) {
       types.push_back(TypeOf(bufs[i].sizes(), bufs[i].scalar_type()));
       dsts.push_back(bufs[i]);
+    }
+    if (has_scale) {
+      types.push_back(TypeOf(grads[i].sizes(), grads[i].scalar_type()));
+      dsts.push_back(grads[i]);
     }
   }
   lazy::Attrs attrs{{static_cast<int64_t>(n), use_momentum, nesterov, maximize,

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "ir/ops.h"
 #include "aten/kernel_helpers.h"
@@ -116,12 +117,14 @@ constexpr lazy::Lowering kLogitGrad{"aten::logit_backward", &LowerActGrad<LogitG
 
 // ---- kernels ----
 
+// sinc also takes complex inputs, as on CPU.
 at::ScalarType FloatResult(const char* op, const Tensor& x, bool int_to_float) {
   CheckTpu(op, x, "self");
   at::ScalarType t = x.scalar_type();
   if (int_to_float && at::isIntegralType(t, /*includeBool=*/true))
     return at::typeMetaToScalarType(at::get_default_dtype());
-  TORCH_CHECK(at::isFloatingType(t), "\"", op, "\" not implemented for '", c10::toString(t), "'");
+  TORCH_CHECK(at::isFloatingType(t) || (at::isComplexType(t) && std::string_view(op) == "sinc"),
+              "\"", op, "\" not implemented for '", c10::toString(t), "'");
   return t;
 }
 

@@ -7,6 +7,8 @@
 #include <ATen/native/TypeProperties.h>
 #include <torch/library.h>
 
+#include <string_view>
+
 #include <cmath>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/sub.h>
@@ -39,6 +41,11 @@ ElementwiseMeta BinaryMeta(const char* name, const Tensor& a, const Tensor& b, K
   ElementwiseMeta m;
   m.sizes = at::infer_size(a.sizes(), b.sizes());
   at::ScalarType common = at::result_type(a, b);
+  if (a.is_complex() || b.is_complex()) {  // CPU's check and message
+    const std::string_view op(name);
+    for (const char* ordered : {"aten::maximum", "aten::minimum", "aten::fmax", "aten::fmin"})
+      TORCH_CHECK(op != ordered, op.substr(6), " not implemented for complex tensors.");
+  }
   switch (kind) {
     case Kind::kArith:
       m.result = common;
@@ -448,6 +455,9 @@ Tensor& div_mode_out(const Tensor& a, const Tensor& b, std::optional<c10::string
 Tensor pow_scalar_self(const c10::Scalar& a, const Tensor& b) {
   return Binary(kPow, ScalarTensor(a), b);
 }
+Tensor& pow_scalar_self_out(const c10::Scalar& a, const Tensor& b, Tensor& out) {
+  return BinaryOut(kPow, ScalarTensor(a), b, out);
+}
 
 // ---- ternary: lerp, addcmul, addcdiv ----
 // ins = (a, b, c[, scalar]); ints = (compute dtype).
@@ -783,6 +793,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow_.Scalar", TORCH_FN(pow__scalar));
   m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_scalar_out));
   m.impl("pow.Scalar", TORCH_FN(pow_scalar_self));
+  m.impl("pow.Scalar_out", TORCH_FN(pow_scalar_self_out));
   m.impl("lerp.Scalar", TORCH_FN(lerp_scalar));
   m.impl("lerp_.Scalar", TORCH_FN(lerp__scalar));
   m.impl("lerp.Scalar_out", TORCH_FN(lerp_scalar_out));

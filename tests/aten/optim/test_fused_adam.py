@@ -81,3 +81,24 @@ def test_fused_sgd_skips_step_on_found_inf():
                       is_first_step=False, grad_scale=torch.tensor(2.0, device="tpu"),
                       found_inf=torch.tensor(1.0, device="tpu"))
     assert torch.equal(p.cpu(), before) and torch.equal(buf.cpu(), buf_before)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_fused_steps_leave_gradients_unscaled(opt):
+    # as CPU's and CUDA's fused kernels: with a grad_scale the gradients are
+    # divided in place (and left alone when found_inf is set)
+    for inf in (0.0, 1.0):
+        p = torch.randn(4, device="tpu")
+        g = torch.full((4,), 8.0, device="tpu")
+        kw = dict(grad_scale=torch.tensor(4.0, device="tpu"),
+                  found_inf=torch.tensor(inf, device="tpu"))
+        if opt == "sgd":
+            torch._fused_sgd_([p], [g], [], weight_decay=0.0, momentum=0.0, lr=0.1,
+                              dampening=0.0, nesterov=False, maximize=False,
+                              is_first_step=True, **kw)
+        else:
+            m, v = torch.zeros(4, device="tpu"), torch.zeros(4, device="tpu")
+            torch._fused_adam_([p], [g], [m], [v], [], [torch.ones((), device="tpu")], lr=0.1,
+                               beta1=0.9, beta2=0.999, weight_decay=0.0, eps=1e-8,
+                               amsgrad=False, maximize=False, **kw)
+        assert g.cpu().tolist() == ([2.0] * 4 if inf == 0 else [8.0] * 4)

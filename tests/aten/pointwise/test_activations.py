@@ -147,3 +147,10 @@ def test_elementwise_results_keep_the_input_layout(fn):
         got, want = fn(x.to(TPU)), fn(x)
         assert got.stride() == want.stride()
         assert_close(got.cpu(), want)
+
+
+def test_pow_scalar_base_out():
+    e = torch.randn(10)
+    out = torch.empty(0, device=TPU)
+    torch.pow(2.5, e.to(TPU), out=out)
+    assert_close(out.cpu(), torch.pow(2.5, e))

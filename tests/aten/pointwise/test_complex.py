@@ -242,3 +242,12 @@ def test_chalf_unsupported_op_is_an_error_not_garbage():
     t = _chalf(3, 3).to(TPU)
     with pytest.raises(RuntimeError, match="complex32"):
         torch.mm(t, t).cpu()
+
+
+def test_complex_sinc_and_ordered_ops():
+    z = torch.complex(torch.randn(50), torch.randn(50))
+    z[0] = 0
+    assert_close(torch.sinc(z.to(TPU)).cpu(), torch.sinc(z))
+    for fn in (torch.maximum, torch.minimum, torch.fmax, torch.fmin):
+        with pytest.raises(RuntimeError, match="not implemented for complex tensors"):
+            fn(z.to(TPU), z.to(TPU))

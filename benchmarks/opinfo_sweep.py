@@ -142,7 +142,6 @@ EXPECTED_FAILURES = {
     "linalg.ldl_factor": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
     "linalg.ldl_factor_ex": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
     "linalg.ldl_solve": "LDL factorization (Bunch-Kaufman pivoting) is not lowered",
-    "special.airy_ai": "not lowered yet",
     "histogramdd": "not lowered yet (_histogramdd_bin_edges)",
     "nn.functional.fractional_max_pool2d": _RANDOM_REGIONS,
     "nn.functional.fractional_max_pool3d": _RANDOM_REGIONS,

@@ -129,7 +129,7 @@ TPU_POLY(special_legendre_polynomial_p, kP)
 // ---- Bessel-type and error-function specials ----
 
 enum Fn : int64_t { kI0, kI0e, kI1, kI1e, kSphJ0, kNdtri, kLogNdtr, kErfcx, kJ0, kJ1, kY0, kY1,
-                    kK0, kK0e, kK1, kK1e };
+                    kK0, kK0e, kK1, kK1e, kAiryAi };
 
 Value Exp(Builder& b, Value x) { return ir::Unary(b, "stablehlo.exponential", x); }
 Value Abs(Builder& b, Value x) { return ir::Unary(b, "stablehlo.abs", x); }
@@ -280,7 +280,7 @@ std::pair<Value, Value> SecondKindSeries(Builder& b, Value q, int nu, double s, 
 // a_k = prod_{j<=k} (4 nu^2 - (2j-1)^2) / (k! 8^k); `alternate` gives the
 // P and Q of J/Y (even terms with (-1)^(k/2) in P, odd ones with
 // (-1)^((k-1)/2) in Q), otherwise the plain sum of K's expansion.
-std::pair<Value, Value> Hankel(Builder& b, Value x, int nu, int terms, bool alternate) {
+std::pair<Value, Value> Hankel(Builder& b, Value x, double nu, int terms, bool alternate) {
   const double mu = 4.0 * nu * nu;
   Value p = C(b, 1, x), q = C(b, 0, x), term = C(b, 1, x);
   for (int k = 1; k <= terms; ++k) {
@@ -330,6 +330,23 @@ Value BesselY(Builder& b, Value x_in, int nu) {
   return ir::Convert(b, r, ct);  // NaN stays NaN through the selects
 }
 
+// e^x K_nu(x) for x >= 1/2: the trapezoidal integral at xm (x <= 25), Hankel's
+// expansion at xl (x > 25), chosen by `large`.
+Value KScaledLarge(Builder& b, Value xm, Value xl, Value large, double nu) {
+  // e^x K = int exp(-x (cosh t - 1)) cosh(nu t) dt
+  const double h = 0.1;
+  Value trap = C(b, 0.5, xm);
+  for (int k = 1; k <= 54; ++k) {
+    const double t = k * h;
+    Value e = Exp(b, Mul(b, xm, C(b, 1 - std::cosh(t), xm)));
+    trap = Add(b, trap, nu == 0 ? e : Mul(b, e, C(b, std::cosh(nu * t), xm)));
+  }
+  trap = Mul(b, trap, C(b, h, xm));
+  auto [p, unused] = Hankel(b, xl, nu, 30, false);
+  Value asym = Mul(b, p, ir::Unary(b, "stablehlo.sqrt", Div(b, C(b, M_PI / 2, xl), xl)));
+  return ir::Select(b, large, asym, trap);
+}
+
 // K_nu(x) (or e^x K_nu(x) when scaled): the power series below x = 1/2;
 // above, the integral K_nu(x) = int_0^inf exp(-x cosh t) cosh(nu t) dt by
 // the trapezoidal rule (for this entire, doubly exponentially decaying
@@ -351,23 +368,68 @@ Value BesselK(Builder& b, Value x, int nu, bool scaled) {
       : Sub(b, Add(b, Div(b, C(b, 1, x), xs), Mul(b, lg, Mul(b, half, f))),
             Mul(b, Mul(b, half, C(b, 0.5, x)), Sub(b, g, Mul(b, f, C(b, 2 * kEulerGamma, x)))));
   if (scaled) ser = Mul(b, ser, Exp(b, xs));
-  // trapezoid, scaled: e^x K = int exp(-x (cosh t - 1)) cosh(nu t) dt
-  const double h = 0.1;
-  Value trap = C(b, 0.5, x);
-  for (int k = 1; k <= 54; ++k) {
-    const double t = k * h;
-    Value e = Exp(b, Mul(b, xm, C(b, 1 - std::cosh(t), x)));
-    trap = Add(b, trap, nu == 0 ? e : Mul(b, e, C(b, std::cosh(t), x)));
-  }
-  trap = Mul(b, trap, C(b, h, x));
-  auto [p, unused] = Hankel(b, xl, nu, 30, false);
-  Value asym = Mul(b, p, ir::Unary(b, "stablehlo.sqrt", Div(b, C(b, M_PI / 2, x), xl)));
-  Value big = ir::Select(b, large, asym, trap);
+  Value big = KScaledLarge(b, xm, xl, large, nu);
   if (!scaled) big = Mul(b, big, Exp(b, ir::Unary(b, "stablehlo.negate", ir::Select(b, large, xl, xm))));
   Value r = ir::Select(b, small, ser, big);
   r = ir::Select(b, ir::Compare(b, x, C(b, INFINITY, x), ir::Cmp::EQ), C(b, 0, x), r);
   r = ir::Select(b, ir::Compare(b, x, C(b, 0, x), ir::Cmp::EQ), C(b, INFINITY, x), r);
   return ir::Select(b, Lt(b, x, 0), C(b, NAN, x), r);
+}
+
+// Airy Ai, computed in float64: the Maclaurin series on [-8, 2] (A&S
+// 10.4.2; its terms grow as e^zeta, zeta = 2/3 |x|^(3/2), so it stops
+// there), 1/pi sqrt(x/3) K_(1/3)(zeta) above, and the asymptotic expansion
+// below -8 (A&S 10.4.60). As CPU: NaN at +-inf, 0
+// above 103.892 (where Ai underflows).
+Value AiryAi(Builder& b, Value x_in) {
+  const DType ct = b.type(x_in).dtype;
+  Value x = ir::Convert(b, x_in, DType::F64);
+  Value mid = ir::Binary(b, "stablehlo.and", ir::Compare(b, x, C(b, -8, x), ir::Cmp::GE),
+                         ir::Compare(b, x, C(b, 2, x), ir::Cmp::LE));
+  Value pos = ir::Compare(b, x, C(b, 2, x), ir::Cmp::GT);
+  // series
+  Value xs = ir::Select(b, mid, x, C(b, 0, x));
+  Value x3 = Mul(b, Mul(b, xs, xs), xs);
+  Value f = C(b, 1, x), g = xs, tf = C(b, 1, x), tg = xs;
+  for (int k = 1; k <= 30; ++k) {
+    tf = Mul(b, tf, Mul(b, x3, C(b, 1.0 / ((3.0 * k - 1) * (3.0 * k)), x)));
+    tg = Mul(b, tg, Mul(b, x3, C(b, 1.0 / ((3.0 * k) * (3.0 * k + 1)), x)));
+    f = Add(b, f, tf);
+    g = Add(b, g, tg);
+  }
+  Value ser = Sub(b, Mul(b, C(b, 0.355028053887817239, x), f),
+                  Mul(b, C(b, 0.258819403792806798, x), g));
+  // x > 2: Ai = 1/pi sqrt(x/3) e^-zeta (e^zeta K_(1/3)(zeta))
+  Value xp = ir::Select(b, pos, x, C(b, 4, x));
+  Value zeta = Mul(b, C(b, 2.0 / 3, x), Mul(b, xp, ir::Unary(b, "stablehlo.sqrt", xp)));
+  Value large = ir::Compare(b, zeta, C(b, 25, x), ir::Cmp::GT);
+  Value k = KScaledLarge(b, ir::Select(b, large, C(b, 1, x), zeta),
+                         ir::Select(b, large, zeta, C(b, 30, x)), large, 1.0 / 3);
+  Value right = Mul(b, Mul(b, C(b, 1 / M_PI, x), ir::Unary(b, "stablehlo.sqrt", Div(b, xp, C(b, 3, x)))),
+                    Mul(b, Exp(b, ir::Unary(b, "stablehlo.negate", zeta)), k));
+  // x < -8: Ai(-y) = y^(-1/4)/sqrt(pi) (sin(z + pi/4) P - cos(z + pi/4) Q), z = 2/3 y^(3/2)
+  Value y = ir::Select(b, ir::Binary(b, "stablehlo.or", mid, pos), C(b, 16, x),
+                       ir::Unary(b, "stablehlo.negate", x));
+  Value z = Mul(b, C(b, 2.0 / 3, x), Mul(b, y, ir::Unary(b, "stablehlo.sqrt", y)));
+  Value P = C(b, 1, x), Q = C(b, 0, x), zk = C(b, 1, x);
+  double u = 1;
+  for (int kk = 1; kk <= 24; ++kk) {
+    u *= (6.0 * kk - 5) * (6.0 * kk - 3) * (6.0 * kk - 1) / (216.0 * (2.0 * kk - 1) * kk);
+    zk = Div(b, zk, z);
+    const double sign = ((kk / 2) % 2 == 0) ? 1.0 : -1.0;  // (-1)^floor(k/2)
+    if (kk % 2 == 0) P = Add(b, P, Mul(b, zk, C(b, sign * u, x)));
+    else Q = Add(b, Q, Mul(b, zk, C(b, sign * u, x)));
+  }
+  Value ph = Add(b, z, C(b, M_PI / 4, x));
+  Value amp = Div(b, C(b, 1 / std::sqrt(M_PI), x),
+                  ir::Unary(b, "stablehlo.sqrt", ir::Unary(b, "stablehlo.sqrt", y)));
+  Value left = Mul(b, amp, Sub(b, Mul(b, ir::Unary(b, "stablehlo.sine", ph), P),
+                               Mul(b, ir::Unary(b, "stablehlo.cosine", ph), Q)));
+  Value r = ir::Select(b, mid, ser, ir::Select(b, pos, right, left));
+  r = ir::Select(b, ir::Compare(b, x, C(b, 103.892, x), ir::Cmp::GT), C(b, 0, x), r);
+  Value inf = ir::Compare(b, ir::Unary(b, "stablehlo.abs", x), C(b, INFINITY, x), ir::Cmp::EQ);
+  r = ir::Select(b, inf, C(b, NAN, x), r);
+  return ir::Convert(b, r, ct);
 }
 
 // in = (x); ints = (fn, compute dtype).
@@ -410,6 +472,7 @@ VS LowerSpecial(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       r = ir::Select(b, neg, lo, hi);
       break;
     }
+    case kAiryAi: r = AiryAi(b, x); break;
     case kY0: r = BesselY(b, x, 0); break;
     case kY1: r = BesselY(b, x, 1); break;
     case kK0: r = BesselK(b, x, 0, false); break;
@@ -456,6 +519,7 @@ TPU_SPECIAL(special_log_ndtr, kLogNdtr)
 TPU_SPECIAL(special_erfcx, kErfcx)
 TPU_SPECIAL(special_bessel_j0, kJ0)
 TPU_SPECIAL(special_bessel_j1, kJ1)
+TPU_SPECIAL(special_airy_ai, kAiryAi)
 TPU_SPECIAL(special_bessel_y0, kY0)
 TPU_SPECIAL(special_bessel_y1, kY1)
 TPU_SPECIAL(special_modified_bessel_k0, kK0)
@@ -609,6 +673,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   REG(special_erfcx)
   REG(special_bessel_j0)
   REG(special_bessel_j1)
+  REG(special_airy_ai)
   REG(special_bessel_y0)
   REG(special_bessel_y1)
   REG(special_modified_bessel_k0)

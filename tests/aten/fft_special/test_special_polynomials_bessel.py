@@ -104,3 +104,16 @@ def test_bessel_y(fn, dtype):
                "bessel_y1": [-0.7812128213002887, 0.3246744247918, 0.24901542420695388,
                              0.08442557066174723]}[fn]
         assert_close(f(pts.to(TPU)).cpu(), torch.tensor(ref, dtype=dtype), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_airy_ai(dtype):
+    # every regime (asymptotic below -8, series to 2, K_1/3 above, 0 past
+    # 103.892) and its borders; CPU's own Ai errs by up to 2e-6 absolute
+    x = torch.cat([torch.linspace(-30, 12, 300, dtype=torch.float64),
+                   torch.tensor([-8.0, -7.999, 2.0, 2.001, 8.3, 8.4, 50.0, 103.0, 110.0,
+                                 float("inf"), -float("inf"), float("nan")], dtype=torch.float64)])
+    x = x.to(dtype)
+    got = torch.special.airy_ai(x.to(TPU)).cpu()
+    assert got.dtype == dtype
+    assert_close(got, torch.special.airy_ai(x), rtol=1e-5, atol=5e-6, equal_nan=True)

@@ -394,6 +394,12 @@ lazy::Attrs UpAttrs(int64_t nd, Mode mode, bool align, std::vector<std::optional
 Tensor Upsample(const char* op, const Tensor& self, int64_t nd, const lazy::Attrs& attrs,
                 at::IntArrayRef out_sizes) {
   CheckTpu(op, self, "self");
+  // CPU's dtypes: floating types and uint8 (not for linear and trilinear)
+  const auto mode = attrs.ints[1];
+  const bool byte_ok = !(mode == kLinear && (nd == 1 || nd == 3));
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) ||
+                  (self.scalar_type() == at::kByte && byte_ok),
+              "\"", op, "\" not implemented for '", c10::toString(self.scalar_type()), "'");
   if (c10::multiply_integers(out_sizes) == 0) return EmptyTpu(out_sizes, self.scalar_type());
   Tensor r = Run1(kUpsample, attrs, {OperandOf(Flat(self, nd))},
                   TypeOf(FlatSizes(out_sizes, nd), self.scalar_type()))

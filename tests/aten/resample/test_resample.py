@@ -191,3 +191,11 @@ def test_pad_rank_checks_as_cpu():
         torch.ops.aten.reflection_pad1d(torch.randn(3, 3, 10, 10, device="tpu"), (2, 2))
     with pytest.raises(RuntimeError, match="Expected 3D or 4D .batch mode. tensor"):
         torch.ops.aten.replication_pad2d(torch.randn(3, 3, 10, 10, 10, device="tpu"), (2, 2, 2, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64, torch.bool])
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_interpolate_refuses_the_dtypes_cpu_refuses(dtype, mode):
+    x = torch.ones(1, 2, 8, 8, dtype=dtype, device="tpu")
+    with pytest.raises(RuntimeError, match="not implemented for"):
+        F.interpolate(x, (4, 4), mode=mode)

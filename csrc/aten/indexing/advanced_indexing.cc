@@ -249,6 +249,9 @@ VS LowerMaskedPut(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out)
 constexpr lazy::Lowering kMaskedPut{"aten::index_put_.mask", &LowerMaskedPut};
 
 Tensor index_tensor(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+  // a host tensor indexed with tpu indices: CPU's message
+  TORCH_CHECK(!self.device().is_cpu(), "indices should be either on cpu or on the same device "
+              "as the indexed tensor (", self.device(), ")");
   CheckTpu("index", self, "self");
   TORCH_CHECK_INDEX(!indices.empty(), "at least one index must be provided");
   IndexPlan p = PlanIndex("aten::index.Tensor", self, indices);

@@ -401,3 +401,9 @@ def test_masked_scatter_refuses_a_short_source():
         dest.cpu()
     d2 = torch.arange(10.0, device="tpu").masked_scatter_(mask, torch.tensor([7.0, 8.0, 9.0], device="tpu"))
     assert d2.cpu().tolist() == [0, 1, 2, 3, 7, 5, 8, 7, 9, 9]
+
+
+def test_host_tensor_indexed_with_tpu_indices_gives_cpus_error():
+    x = torch.randn(3, 4, 4)
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device as the indexed tensor \(cpu\)"):
+        x[torch.tensor([0, 2]).to("tpu")]

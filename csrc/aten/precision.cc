@@ -44,7 +44,14 @@ ir::Value PreciseDot(ir::Builder& b, ir::Value lhs, ir::Value rhs, const ir::Dot
   const ir::TensorType acc{ir::IsFloat(in_t) && in_t != DType::F64 ? DType::F32 : out.dtype,
                            out.dims};
   ir::Value r;
-  if (in_t != DType::F32 || p == Precision::kHighest) {
+  if ((in_t == DType::BF16 || in_t == DType::F16) && acc.dtype == DType::F32) {
+    // Half-precision operands, f32 accumulation: the dot of their exact f32
+    // values (bf16 ones are exact at DEFAULT, one pass on TPU matrix units).
+    // XLA CPU's DotThunk has no BF16 x BF16 = F32 form for the layouts that
+    // reach it (PyTorch's test_bmm for bfloat16 failed at run time).
+    r = ir::DotGeneral(b, ir::Convert(b, lhs, DType::F32), ir::Convert(b, rhs, DType::F32), dd, acc,
+                       in_t == DType::BF16 ? "DEFAULT" : "HIGHEST");
+  } else if (in_t != DType::F32 || p == Precision::kHighest) {
     // HIGHEST must be asked for explicitly: a TPU's default f32 dot is one
     // bf16 pass. Other plugins compute f32 dots in f32 either way.
     r = ir::DotGeneral(b, lhs, rhs, dd, acc, in_t == DType::F32 ? "HIGHEST" : "");

@@ -1205,3 +1205,29 @@ def test_weight_int8pack_mm(dtype, highest_matmul_precision):
     torch.testing.assert_close(got, want, rtol=1e-2 if dtype != torch.float32 else 1e-5, atol=1e-2)
     with pytest.raises(RuntimeError, match="expect B to be int8 tensor"):
         torch._weight_int8pack_mm(a.to("tpu"), b.float().to("tpu"), scales.to("tpu"))
+
+
+def test_addr_and_cholesky_argument_checks_as_cpu():
+    m = torch.ones(2, 2, dtype=torch.int16, device="tpu")
+    v = torch.ones(2, dtype=torch.int16, device="tpu")
+    with pytest.raises(RuntimeError, match="argument beta must not be a floating point number"):
+        torch.addr(m, v, v, beta=2.5)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        torch.addr(m.half(), v.half(), v.half(), alpha=True)
+    assert torch.addr(m, v, v, beta=2, alpha=3).cpu().tolist() == [[5, 5], [5, 5]]
+    a = torch.eye(3, device="tpu")
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got int instead"):
+        torch.linalg.cholesky(a, out=torch.empty(0, dtype=torch.int, device="tpu"))
+    with pytest.raises(RuntimeError, match="safely castable from Float dtype, but got result with dtype Int"):
+        torch.cholesky_inverse(a, out=torch.empty(0, dtype=torch.int, device="tpu"))
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2), (2, 1, 0), (1, 2, 0)])
+def test_bf16_bmm_into_permuted_out(perm):
+    a = torch.randn(4, 23, 15, dtype=torch.bfloat16)
+    b = torch.randn(4, 15, 12, dtype=torch.bfloat16).transpose(1, 2).contiguous().transpose(1, 2)
+    inv = tuple(perm.index(i) for i in range(3))
+    out = torch.full((4, 23, 12), float("nan"), dtype=torch.bfloat16, device="tpu")
+    out = out.permute(perm).contiguous().permute(inv)
+    torch.bmm(a.to("tpu"), b.to("tpu"), out=out)
+    assert_close(out.cpu().float(), torch.bmm(a.float(), b.float()), rtol=2e-2, atol=2e-2)

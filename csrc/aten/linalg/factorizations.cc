@@ -996,6 +996,10 @@ std::tuple<Tensor, Tensor> cholesky_ex_tpu(const Tensor& A, bool upper, bool che
 std::tuple<Tensor&, Tensor&> cholesky_ex_out_tpu(const Tensor& A, bool upper, bool check_errors,
                                                  Tensor& L, Tensor& info) {
   auto [l, i] = cholesky_ex_tpu(A, upper, check_errors);
+  // a structured kernel's out= check: the exact dtype
+  for (const auto& [o, r] : {std::pair<const Tensor&, const Tensor&>{L, l}, {info, i}})
+    TORCH_CHECK(o.scalar_type() == r.scalar_type(), "Expected out tensor to have dtype ",
+                r.dtype(), ", but got ", o.dtype(), " instead");
   PrepareOut("linalg_cholesky_ex", L, l.sizes(), l.scalar_type());
   PrepareOut("linalg_cholesky_ex", info, i.sizes(), i.scalar_type());
   L.copy_(l);
@@ -1023,6 +1027,9 @@ Tensor cholesky_inverse_tpu(const Tensor& A, bool upper) {
 }
 Tensor& cholesky_inverse_out_tpu(const Tensor& A, bool upper, Tensor& out) {
   Tensor r = cholesky_inverse_tpu(A, upper);
+  TORCH_CHECK(c10::canCast(r.scalar_type(), out.scalar_type()), "cholesky_inverse: Expected "
+              "result to be safely castable from ", r.scalar_type(), " dtype, but got result "
+              "with dtype ", out.scalar_type());
   PrepareOut("cholesky_inverse", out, r.sizes(), r.scalar_type());
   return out.copy_(r);
 }

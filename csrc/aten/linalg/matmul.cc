@@ -3,7 +3,9 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addr_native.h>
 #include <ATen/ops/gelu.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/relu.h>
@@ -273,7 +275,34 @@ Tensor weight_int8pack_mm(const Tensor& A, const Tensor& B, const Tensor& scales
   return c.to(A.scalar_type());
 }
 
+// addr: ATen's composite (beta * self + alpha * outer), after CPU's checks
+// of the scalars against the result dtype.
+void CheckAddrScalars(const Tensor& self, const Tensor& v1, const Tensor& v2,
+                      const c10::Scalar& beta, const c10::Scalar& alpha) {
+  const at::ScalarType dt = at::promote_types(at::result_type(self, v1), v2.scalar_type());
+  for (const auto& [s, name] : {std::pair<const c10::Scalar&, const char*>{beta, "beta"},
+                                {alpha, "alpha"}}) {
+    TORCH_CHECK(!s.isBoolean() || dt == at::kBool, "Boolean ", name,
+                " only supported for Boolean results.");
+    TORCH_CHECK(at::isFloatingType(dt) || at::isComplexType(dt) || s.isIntegral(true),
+                "For integral input tensors, argument ", name,
+                " must not be a floating point number.");
+  }
+}
+Tensor addr_tpu(const Tensor& self, const Tensor& v1, const Tensor& v2, const c10::Scalar& beta,
+                const c10::Scalar& alpha) {
+  CheckAddrScalars(self, v1, v2, beta, alpha);
+  return at::native::math_addr(self, v1, v2, beta, alpha);
+}
+Tensor& addr_out_tpu(const Tensor& self, const Tensor& v1, const Tensor& v2,
+                     const c10::Scalar& beta, const c10::Scalar& alpha, Tensor& out) {
+  CheckAddrScalars(self, v1, v2, beta, alpha);
+  return at::native::math_addr_out(self, v1, v2, beta, alpha, out);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addr", TORCH_FN(addr_tpu));
+  m.impl("addr.out", TORCH_FN(addr_out_tpu));
   m.impl("_addmm_activation", TORCH_FN(addmm_activation));
   m.impl("_addmm_activation.out", TORCH_FN(addmm_activation_out));
   m.impl("_weight_int8pack_mm", TORCH_FN(weight_int8pack_mm));

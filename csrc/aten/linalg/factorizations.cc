@@ -195,43 +195,59 @@ VS LowerCholesky(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
 constexpr lazy::Lowering kCholesky{"aten::linalg_cholesky_ex", &LowerCholesky};
 
 // One-sided Jacobi SVD of A (B, m, n) with m >= n: column pairs rotated
-// until orthogonal (a fixed number of cyclic sweeps), then S = the column
-// norms, U = the normalized columns, V = the product of the rotations,
-// sorted by descending S. in = (A); ints = (sweeps); out = (U (B, m, n),
-// S (B, n), V (B, n, n)).
+// until orthogonal (a fixed number of sweeps), then S = the column norms,
+// U = the normalized columns, V = the product of the rotations, sorted by
+// descending S. Each sweep is n - 1 steps of the round-robin (tournament)
+// ordering: a step rotates n/2 disjoint column pairs at once (gathered,
+// rotated and put back as whole matrices, O(m n) work), so a sweep costs
+// O(m n^2) rather than the O(m n^3) of rotating one pair per step. An odd n
+// gets a zero column, whose rotations are skipped. in = (A); ints =
+// (sweeps); out = (U (B, m, n), S (B, n), V (B, n, n)).
 VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const ir::Dims d = out[0].dims;
   const int64_t B = d[0], m = d[1], n = d[2];
   const DType ft = out[0].dtype;
   const int64_t sweeps = a.ints[0];
-  std::vector<int64_t> ps, qs;
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t q = p + 1; q < n; ++q) {
-      ps.push_back(p);
-      qs.push_back(q);
-    }
-  const int64_t np = static_cast<int64_t>(ps.size());
+  const int64_t N = n + (n % 2), half = N / 2, steps = N - 1;
   Value A = ir::Convert(b, in[0], ft);
   const ir::Dims vd{B, n, n};
   Value V = ir::Convert(b, ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64),
                                        ir::Cmp::EQ), ft);
-  if (np > 0) {
-    Value ptab = ir::ConstantVectorI(b, ps, DType::S64), qtab = ir::ConstantVectorI(b, qs, DType::S64);
-    VS r = loop::For(b, 0, sweeps * np, {A, V, ptab, qtab}, [&](Builder& bb, Value it, const VS& v) {
-      Value k = ir::Binary(bb, "stablehlo.remainder", it, ir::ConstantI(bb, np, DType::S64));
-      Value p = ir::Reshape(bb, loop::DynSlice(bb, v[2], {k}, {1}), {});
-      Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {k}, {1}), {});
-      auto column = [&](Value X, Value c) {  // X[:, :, c] as (B, rows)
-        const ir::Dims xd = bb.type(X).dims;
-        Value colm = ir::Compare(bb, ir::Iota(bb, xd, 2, DType::S64), ir::Full(bb, c, xd), ir::Cmp::EQ);
-        return ir::Reduce(bb, ir::Select(bb, colm, X, C(bb, 0, X)), ir::ConstantF(bb, 0, ft), {2},
-                          "stablehlo.add");
-      };
-      Value ap = column(v[0], p), aq = column(v[0], q);
+  if (n > 1) {
+    if (N != n) {  // a zero column for A, a unit one for V (never rotated: gamma = 0)
+      A = ir::Pad(b, A, ir::ConstantF(b, 0, ft), {0, 0, 0}, {0, 0, 1}, {0, 0, 0});
+      const ir::Dims wd{B, N, N};
+      V = ir::Convert(b, ir::Compare(b, ir::Iota(b, wd, 1, DType::S64), ir::Iota(b, wd, 2, DType::S64),
+                                     ir::Cmp::EQ), ft);
+    }
+    // Round t pairs seat k with seat N-1-k of the circle: seat 0 holds
+    // column 0, seat s > 0 holds column 1 + (s - 1 + t) mod (N - 1).
+    // Tables: P and Q (steps, half), and the inverse of [P, Q] (steps, N).
+    std::vector<int64_t> pt, qt, inv(steps * N);
+    for (int64_t t = 0; t < steps; ++t) {
+      auto seat = [&](int64_t s) { return s == 0 ? 0 : 1 + (s - 1 + t) % (N - 1); };
+      for (int64_t k = 0; k < half; ++k) {
+        pt.push_back(seat(k));
+        qt.push_back(seat(N - 1 - k));
+        inv[t * N + seat(k)] = k;
+        inv[t * N + seat(N - 1 - k)] = half + k;
+      }
+    }
+    Value ptab = ir::Reshape(b, ir::ConstantVectorI(b, pt, DType::S64), {steps, half});
+    Value qtab = ir::Reshape(b, ir::ConstantVectorI(b, qt, DType::S64), {steps, half});
+    Value itab = ir::Reshape(b, ir::ConstantVectorI(b, inv, DType::S64), {steps, N});
+    VS r = loop::For(b, 0, sweeps * steps, {A, V, ptab, qtab, itab},
+                     [&](Builder& bb, Value it, const VS& v) {
+      Value t = ir::Binary(bb, "stablehlo.remainder", it, ir::ConstantI(bb, steps, DType::S64));
+      Value zero = ir::ConstantI(bb, 0, DType::S64);
+      Value p = ir::Reshape(bb, loop::DynSlice(bb, v[2], {t, zero}, {1, half}), {half});
+      Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {t, zero}, {1, half}), {half});
+      Value back = ir::Reshape(bb, loop::DynSlice(bb, v[4], {t, zero}, {1, N}), {N});
+      Value ap = ir::TakeAlong(bb, v[0], 2, p), aq = ir::TakeAlong(bb, v[0], 2, q);  // (B, m, half)
       auto dot = [&](Value x, Value y) {
         return ir::Reduce(bb, Mul(bb, x, y), ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");
       };
-      Value alpha = dot(ap, ap), beta = dot(aq, aq), gamma = dot(ap, aq);  // (B)
+      Value alpha = dot(ap, ap), beta = dot(aq, aq), gamma = dot(ap, aq);  // (B, half)
       Value tiny = ir::Compare(bb, ir::Unary(bb, "stablehlo.abs", gamma),
                                Mul(bb, C(bb, 1e-30, gamma),
                                    ir::Unary(bb, "stablehlo.sqrt", Mul(bb, alpha, beta))),
@@ -239,22 +255,23 @@ VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       tiny = ir::Binary(bb, "stablehlo.or", tiny,
                         ir::Compare(bb, gamma, C(bb, 0, gamma), ir::Cmp::EQ));
       std::pair<Value, Value> cs = JacobiRotation(bb, alpha, beta, gamma, tiny);
-      Value c = cs.first, s = cs.second;
       auto rotate = [&](Value X) {
-        const ir::Dims xd = bb.type(X).dims;
-        Value xp = ir::BroadcastInDim(bb, column(X, p), xd, {0, 1});
-        Value xq = ir::BroadcastInDim(bb, column(X, q), xd, {0, 1});
-        Value cc = ir::BroadcastInDim(bb, c, xd, {0}), ss = ir::BroadcastInDim(bb, s, xd, {0});
-        Value np_ = Sub(bb, Mul(bb, cc, xp), Mul(bb, ss, xq));
-        Value nq_ = Add(bb, Mul(bb, ss, xp), Mul(bb, cc, xq));
-        Value colI = ir::Iota(bb, xd, 2, DType::S64);
-        return ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, p, xd), ir::Cmp::EQ), np_,
-                          ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, q, xd), ir::Cmp::EQ), nq_, X));
+        Value xp = ir::TakeAlong(bb, X, 2, p), xq = ir::TakeAlong(bb, X, 2, q);
+        const ir::Dims xd = bb.type(xp).dims;
+        Value c = ir::BroadcastInDim(bb, cs.first, xd, {0, 2});
+        Value s = ir::BroadcastInDim(bb, cs.second, xd, {0, 2});
+        Value np_ = Sub(bb, Mul(bb, c, xp), Mul(bb, s, xq));
+        Value nq_ = Add(bb, Mul(bb, s, xp), Mul(bb, c, xq));
+        return ir::TakeAlong(bb, ir::Concatenate(bb, {np_, nq_}, 2), 2, back);
       };
-      return VS{rotate(v[0]), rotate(v[1]), v[2], v[3]};
+      return VS{rotate(v[0]), rotate(v[1]), v[2], v[3], v[4]};
     });
     A = r[0];
     V = r[1];
+    if (N != n) {
+      A = ir::Slice(b, A, {0, 0, 0}, {B, m, n}, {1, 1, 1});
+      V = ir::Slice(b, V, {0, 0, 0}, {B, n, n}, {1, 1, 1});
+    }
   }
   Value S = ir::Unary(b, "stablehlo.sqrt",
                       ir::Reduce(b, Mul(b, A, A), ir::ConstantF(b, 0, ft), {1}, "stablehlo.add"));  // (B, n)

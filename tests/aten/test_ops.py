@@ -1231,3 +1231,16 @@ def test_bf16_bmm_into_permuted_out(perm):
     out = out.permute(perm).contiguous().permute(inv)
     torch.bmm(a.to("tpu"), b.to("tpu"), out=out)
     assert_close(out.cpu().float(), torch.bmm(a.float(), b.float()), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, o: torch.linalg.inv_ex(a, out=(o, torch.empty(0, dtype=torch.int, device="tpu"))),
+    lambda a, o: torch.linalg.eigh(a, out=(o, torch.empty(0, device="tpu"))),
+    lambda a, o: torch.linalg.qr(a, out=(o, torch.empty(0, device="tpu"))),
+    lambda a, o: torch.linalg.det(a, out=o),
+], ids=["inv_ex", "eigh", "qr", "det"])
+def test_structured_linalg_out_dtype_checks(call):
+    # PyTorch's structured kernels want the exact dtype in out=
+    a = torch.eye(3, device="tpu")
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got int instead"):
+        call(a, torch.empty(0, dtype=torch.int, device="tpu"))

@@ -51,6 +51,15 @@ namespace tpu::ops {
 
 namespace {
 
+// The out= check of PyTorch's structured linalg kernels: the exact dtype.
+void PrepareOutExact(const char* op, const Tensor& out, at::IntArrayRef sizes,
+                     at::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
+  PrepareOut(op, out, sizes, dtype);
+}
+
+
 Value I64(Builder& b, int64_t v, const ir::Dims& d) { return ir::Full(b, ir::ConstantI(b, v, DType::S64), d); }
 Value And(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.and", x, y); }
 
@@ -573,9 +582,9 @@ std::tuple<Tensor&, Tensor&, Tensor&> lu_factor_ex_out_tpu(const Tensor& A, bool
                                                            bool check_errors, Tensor& LU,
                                                            Tensor& pivots, Tensor& info) {
   auto [l, p, i] = lu_factor_ex_tpu(A, pivot, check_errors);
-  PrepareOut("linalg_lu_factor_ex", LU, l.sizes(), l.scalar_type());
-  PrepareOut("linalg_lu_factor_ex", pivots, p.sizes(), p.scalar_type());
-  PrepareOut("linalg_lu_factor_ex", info, i.sizes(), i.scalar_type());
+  PrepareOutExact("linalg_lu_factor_ex", LU, l.sizes(), l.scalar_type());
+  PrepareOutExact("linalg_lu_factor_ex", pivots, p.sizes(), p.scalar_type());
+  PrepareOutExact("linalg_lu_factor_ex", info, i.sizes(), i.scalar_type());
   LU.copy_(l);
   pivots.copy_(p);
   info.copy_(i);
@@ -636,7 +645,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> linalg_lu_out_tpu(const Tensor& A, bool pi
                                                         Tensor& L, Tensor& U) {
   auto [p, l, u] = linalg_lu_tpu(A, pivot);
   for (auto [dst, src] : {std::pair<Tensor*, Tensor*>{&P, &p}, {&L, &l}, {&U, &u}}) {
-    PrepareOut("linalg_lu", *dst, src->sizes(), src->scalar_type());
+    PrepareOutExact("linalg_lu", *dst, src->sizes(), src->scalar_type());
     dst->copy_(*src);
   }
   return {P, L, U};
@@ -657,7 +666,7 @@ Tensor lu_solve_tpu(const Tensor& LU, const Tensor& pivots, const Tensor& B, boo
 Tensor& lu_solve_out_tpu(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left,
                          bool adjoint, Tensor& out) {
   Tensor r = lu_solve_tpu(LU, pivots, B, left, adjoint);
-  PrepareOut("linalg_lu_solve", out, r.sizes(), r.scalar_type());
+  PrepareOutExact("linalg_lu_solve", out, r.sizes(), r.scalar_type());
   return out.copy_(r);
 }
 
@@ -681,7 +690,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> linalg_det_out_tpu(const Tensor& A, Tensor
                                                          Tensor& pivots) {
   auto [d, l, p] = linalg_det_tpu(A);
   for (auto [dst, src] : {std::pair<Tensor*, Tensor*>{&det, &d}, {&LU, &l}, {&pivots, &p}}) {
-    PrepareOut("linalg_det", *dst, src->sizes(), src->scalar_type());
+    PrepareOutExact("linalg_det", *dst, src->sizes(), src->scalar_type());
     dst->copy_(*src);
   }
   return {det, LU, pivots};
@@ -701,7 +710,7 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_slogdet_out_tpu(const Tens
   auto [s, la, l, p] = linalg_slogdet_tpu(A);
   for (auto [dst, src] : {std::pair<Tensor*, Tensor*>{&sign, &s}, {&logabsdet, &la}, {&LU, &l},
                           {&pivots, &p}}) {
-    PrepareOut("linalg_slogdet", *dst, src->sizes(), src->scalar_type());
+    PrepareOutExact("linalg_slogdet", *dst, src->sizes(), src->scalar_type());
     dst->copy_(*src);
   }
   return {sign, logabsdet, LU, pivots};
@@ -717,8 +726,8 @@ std::tuple<Tensor, Tensor> linalg_inv_ex_tpu(const Tensor& A, bool check_errors)
 std::tuple<Tensor&, Tensor&> linalg_inv_ex_out_tpu(const Tensor& A, bool check_errors, Tensor& inv,
                                                    Tensor& info) {
   auto [i, f] = linalg_inv_ex_tpu(A, check_errors);
-  PrepareOut("linalg_inv_ex", inv, i.sizes(), i.scalar_type());
-  PrepareOut("linalg_inv_ex", info, f.sizes(), f.scalar_type());
+  PrepareOutExact("linalg_inv_ex", inv, i.sizes(), i.scalar_type());
+  PrepareOutExact("linalg_inv_ex", info, f.sizes(), f.scalar_type());
   inv.copy_(i);
   info.copy_(f);
   return {inv, info};
@@ -752,7 +761,7 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_solve_ex_out_tpu(
   auto [x, l, p, i] = linalg_solve_ex_tpu(A, B, left, check_errors);
   for (auto [dst, src] : {std::pair<Tensor*, Tensor*>{&result, &x}, {&LU, &l}, {&pivots, &p},
                           {&info, &i}}) {
-    PrepareOut("linalg_solve_ex", *dst, src->sizes(), src->scalar_type());
+    PrepareOutExact("linalg_solve_ex", *dst, src->sizes(), src->scalar_type());
     dst->copy_(*src);
   }
   return {result, LU, pivots, info};
@@ -832,8 +841,8 @@ std::tuple<Tensor, Tensor> linalg_eigh_tpu(const Tensor& A, c10::string_view upl
 std::tuple<Tensor&, Tensor&> linalg_eigh_out_tpu(const Tensor& A, c10::string_view uplo, bool compute_v,
                                                  Tensor& w, Tensor& V) {
   auto [ww, vv] = linalg_eigh_tpu(A, uplo, compute_v);
-  PrepareOut("linalg_eigh", w, ww.sizes(), ww.scalar_type());
-  PrepareOut("linalg_eigh", V, vv.sizes(), vv.scalar_type());
+  PrepareOutExact("linalg_eigh", w, ww.sizes(), ww.scalar_type());
+  PrepareOutExact("linalg_eigh", V, vv.sizes(), vv.scalar_type());
   w.copy_(ww);
   V.copy_(vv);
   return {w, V};
@@ -864,8 +873,8 @@ std::tuple<Tensor, Tensor> linalg_qr_tpu(const Tensor& A, c10::string_view mode)
 std::tuple<Tensor&, Tensor&> linalg_qr_out_tpu(const Tensor& A, c10::string_view mode, Tensor& Q,
                                                Tensor& R) {
   auto [q, r] = linalg_qr_tpu(A, mode);
-  PrepareOut("linalg_qr", Q, q.sizes(), q.scalar_type());
-  PrepareOut("linalg_qr", R, r.sizes(), r.scalar_type());
+  PrepareOutExact("linalg_qr", Q, q.sizes(), q.scalar_type());
+  PrepareOutExact("linalg_qr", R, r.sizes(), r.scalar_type());
   Q.copy_(q);
   R.copy_(r);
   return {Q, R};
@@ -1013,12 +1022,8 @@ std::tuple<Tensor, Tensor> cholesky_ex_tpu(const Tensor& A, bool upper, bool che
 std::tuple<Tensor&, Tensor&> cholesky_ex_out_tpu(const Tensor& A, bool upper, bool check_errors,
                                                  Tensor& L, Tensor& info) {
   auto [l, i] = cholesky_ex_tpu(A, upper, check_errors);
-  // a structured kernel's out= check: the exact dtype
-  for (const auto& [o, r] : {std::pair<const Tensor&, const Tensor&>{L, l}, {info, i}})
-    TORCH_CHECK(o.scalar_type() == r.scalar_type(), "Expected out tensor to have dtype ",
-                r.dtype(), ", but got ", o.dtype(), " instead");
-  PrepareOut("linalg_cholesky_ex", L, l.sizes(), l.scalar_type());
-  PrepareOut("linalg_cholesky_ex", info, i.sizes(), i.scalar_type());
+  PrepareOutExact("linalg_cholesky_ex", L, l.sizes(), l.scalar_type());
+  PrepareOutExact("linalg_cholesky_ex", info, i.sizes(), i.scalar_type());
   L.copy_(l);
   info.copy_(i);
   return {L, info};

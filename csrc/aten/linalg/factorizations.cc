@@ -168,11 +168,13 @@ VS LowerPerm(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
 constexpr lazy::Lowering kPerm{"aten::lu_unpack(perm)", &LowerPerm};
 
 // in = (A (B, n, n), X (B, n, r) or (B, r, n)); ints = (left, lower, unit,
-// transpose: 0 no, 1 transpose).
+// transpose: 0 no, 1 transpose, 2 adjoint).
 VS LowerTriSolve(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const DType ft = out[0].dtype;
   Value A = ir::Convert(b, in[0], ft), X = ir::Convert(b, in[1], ft);
-  std::string tr = a.ints[3] ? "#stablehlo<transpose TRANSPOSE>" : "#stablehlo<transpose NO_TRANSPOSE>";
+  const char* kinds[] = {"#stablehlo<transpose NO_TRANSPOSE>", "#stablehlo<transpose TRANSPOSE>",
+                         "#stablehlo<transpose ADJOINT>"};
+  std::string tr = kinds[a.ints[3]];
   return {b.Op1("stablehlo.triangular_solve", {A, X}, out[0],
                 {{"left_side", a.ints[0] ? "true" : "false"},
                  {"lower", a.ints[1] ? "true" : "false"},
@@ -194,6 +196,9 @@ VS LowerCholesky(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
   L = ir::Select(b, keep, L, C(b, 0, L));
   Value diag = ir::Reduce(b, ir::Select(b, ir::Compare(b, row, col, ir::Cmp::EQ), L, C(b, 0, L)),
                           ir::ConstantF(b, 0, out[0].dtype), {2}, "stablehlo.add");  // (B, n)
+  if (ir::IsComplex(out[0].dtype))  // a complex factor's diagonal is real
+    diag = b.Op1("stablehlo.real", {diag}, ir::TensorType{out[0].dtype == DType::C128 ? DType::F64
+                                                                                    : DType::F32, {B, n}});
   Value bad = ir::Unary(b, "stablehlo.not", b.Op1("stablehlo.is_finite", {diag}, ir::TensorType{DType::PRED, {B, n}}));
   Value pos = ir::Select(b, bad, ir::Iota(b, {B, n}, 1, DType::S64), I64(b, n, {B, n}));
   Value first = ir::Reduce(b, pos, ir::ConstantI(b, n, DType::S64), {1}, "stablehlo.minimum");
@@ -483,14 +488,19 @@ constexpr lazy::Lowering kQr{"aten::linalg_qr", &LowerQr};
 
 // ---- helpers on the ATen side ----
 
-void CheckFloatMatrix(const char* op, const Tensor& A, const char* name = "A") {
+// complex_ok: the op is lowered for complex64/128 too (Cholesky and
+// triangular solves, which StableHLO has for complex types).
+void CheckFloatMatrix(const char* op, const Tensor& A, const char* name = "A",
+                      bool complex_ok = false) {
   CheckTpu(op, A, name);
   TORCH_CHECK(A.dim() >= 2, op, ": The input tensor ", name, " must have at least 2 dimensions.");
-  TORCH_CHECK(at::isFloatingType(A.scalar_type()), op, ": Expected a floating point tensor as "
-              "input. Got ", A.scalar_type());
+  const auto t = A.scalar_type();
+  TORCH_CHECK(at::isFloatingType(t) || (complex_ok && (t == at::kComplexFloat ||
+                                                       t == at::kComplexDouble)),
+              op, ": Expected a floating point tensor as input. Got ", t);
 }
-void CheckSquare(const char* op, const Tensor& A, const char* name = "A") {
-  CheckFloatMatrix(op, A, name);
+void CheckSquare(const char* op, const Tensor& A, const char* name = "A", bool complex_ok = false) {
+  CheckFloatMatrix(op, A, name, complex_ok);
   TORCH_CHECK(A.size(-1) == A.size(-2), op, ": ", name, " must be batches of square matrices, "
               "but they are ", A.size(-2), " by ", A.size(-1), " matrices");
 }
@@ -532,7 +542,8 @@ Tensor PermOf(const Tensor& pivots, int64_t m) {
 
 // Solves op(A) X = B (left) or X op(A) = B (right) for triangular A with the
 // batch dims broadcast.
-Tensor TriSolve(const Tensor& A, const Tensor& Bm, bool upper, bool left, bool unit, bool trans) {
+// trans: 0 A, 1 A^T, 2 A^H (the conjugate transpose; A^T for real A).
+Tensor TriSolve(const Tensor& A, const Tensor& Bm, bool upper, bool left, bool unit, int trans) {
   auto batch = at::infer_size(BatchOf(A), BatchOf(Bm));
   const int64_t n = A.size(-1);
   const auto dt = at::promote_types(A.scalar_type(), Bm.scalar_type());
@@ -540,7 +551,8 @@ Tensor TriSolve(const Tensor& A, const Tensor& Bm, bool upper, bool left, bool u
   Tensor x = Bm.to(dt).expand(With(batch, {Bm.size(-2), Bm.size(-1)}));
   if (x.numel() == 0) return x.clone();
   Tensor a3 = Flat3(a), x3 = Flat3(x);
-  return Run1(kTriSolve, {{left ? 1 : 0, upper ? 0 : 1, unit ? 1 : 0, trans ? 1 : 0}, {}, {}},
+  if (trans == 2 && !at::isComplexType(dt)) trans = 1;
+  return Run1(kTriSolve, {{left ? 1 : 0, upper ? 0 : 1, unit ? 1 : 0, trans}, {}, {}},
               {OperandOf(a3), OperandOf(x3)}, TypeOf(x3.sizes(), dt))
       .reshape(x.sizes());
 }
@@ -1015,7 +1027,7 @@ std::tuple<Tensor, Tensor> Cholesky(const Tensor& A, bool upper) {
   return {r[0].reshape(A.sizes()), r[1].reshape(batch)};
 }
 std::tuple<Tensor, Tensor> cholesky_ex_tpu(const Tensor& A, bool upper, bool check_errors) {
-  CheckSquare("linalg.cholesky", A);
+  CheckSquare("linalg.cholesky", A, "A", true);
   (void)check_errors;
   return Cholesky(A, upper);
 }
@@ -1029,7 +1041,7 @@ std::tuple<Tensor&, Tensor&> cholesky_ex_out_tpu(const Tensor& A, bool upper, bo
   return {L, info};
 }
 Tensor cholesky_tpu(const Tensor& A, bool upper) {
-  CheckSquare("cholesky", A);
+  CheckSquare("cholesky", A, "A", true);
   return std::get<0>(Cholesky(A, upper));
 }
 Tensor& cholesky_out_tpu(const Tensor& A, bool upper, Tensor& out) {
@@ -1039,11 +1051,11 @@ Tensor& cholesky_out_tpu(const Tensor& A, bool upper, Tensor& out) {
 }
 // X with (L L^H) X = B, L lower (or U^H U with U upper).
 Tensor cholesky_solve_helper_tpu(const Tensor& B, const Tensor& A, bool upper) {
-  Tensor y = TriSolve(A, B, upper, true, false, /*trans=*/upper);
-  return TriSolve(A, y, upper, true, false, /*trans=*/!upper);
+  Tensor y = TriSolve(A, B, upper, true, false, /*trans=*/upper ? 2 : 0);
+  return TriSolve(A, y, upper, true, false, /*trans=*/upper ? 0 : 2);
 }
 Tensor cholesky_inverse_tpu(const Tensor& A, bool upper) {
-  CheckSquare("cholesky_inverse", A, "input");
+  CheckSquare("cholesky_inverse", A, "input", true);
   Tensor eye = at::eye(A.size(-1), TpuOptions(A.scalar_type())).expand(A.sizes());
   return cholesky_solve_helper_tpu(eye, A, upper);
 }
@@ -1059,7 +1071,7 @@ Tensor& cholesky_inverse_out_tpu(const Tensor& A, bool upper, Tensor& out) {
 // ---- triangular solves ----
 
 Tensor solve_triangular_tpu(const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular) {
-  CheckSquare("linalg.solve_triangular", A);
+  CheckSquare("linalg.solve_triangular", A, "A", true);
   CheckTpu("linalg.solve_triangular", B, "B");
   TORCH_CHECK(B.dim() >= 2, "linalg.solve_triangular: The input tensor B must have at least 2 "
               "dimensions.");
@@ -1080,7 +1092,7 @@ Tensor& solve_triangular_out_tpu(const Tensor& A, const Tensor& B, bool upper, b
 }
 std::tuple<Tensor, Tensor> triangular_solve_tpu(const Tensor& b, const Tensor& A, bool upper,
                                                 bool transpose, bool unitriangular) {
-  CheckSquare("triangular_solve", A);
+  CheckSquare("triangular_solve", A, "A", true);
   TORCH_CHECK(b.dim() >= 2, "torch.triangular_solve: Expected b to have at least 2 dimensions, "
               "but it has ", b.dim(), " dimensions instead");
   TORCH_CHECK(A.scalar_type() == b.scalar_type(), "Expected b and A to have the same dtype, but "

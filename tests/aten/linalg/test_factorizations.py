@@ -153,3 +153,25 @@ def test_lstsq(driver, highest_matmul_precision):
         assert_close(t.cpu(), c, atol=1e-4, rtol=1e-4)
     compare_grad(lambda a, b: torch.linalg.lstsq(a, b, driver=driver).solution, A, B, atol=1e-4,
                  rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("upper", [False, True])
+def test_complex_cholesky_family(dtype, upper, highest_matmul_precision):
+    # stablehlo.cholesky and triangular_solve take complex types; the
+    # solves with the factor use its conjugate transpose (ADJOINT)
+    x = torch.randn(3, 5, 5, dtype=dtype)
+    a = x @ x.mH + 5 * torch.eye(5, dtype=dtype)
+    b = torch.randn(3, 5, 2, dtype=dtype)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.complex64 else dict(rtol=1e-10, atol=1e-12)
+    f = torch.linalg.cholesky(a, upper=upper)
+    ft = torch.linalg.cholesky(a.to("tpu"), upper=upper)
+    torch.testing.assert_close(ft.cpu(), f, **tol)
+    torch.testing.assert_close(torch.cholesky_solve(b.to("tpu"), ft, upper=upper).cpu(),
+                               torch.cholesky_solve(b, f, upper=upper), **tol)
+    torch.testing.assert_close(torch.cholesky_inverse(ft, upper=upper).cpu(),
+                               torch.cholesky_inverse(f, upper=upper), **tol)
+    torch.testing.assert_close(
+        torch.linalg.solve_triangular(ft, b.to("tpu"), upper=upper).cpu(),
+        torch.linalg.solve_triangular(f, b, upper=upper), **tol)
+    assert torch.linalg.cholesky_ex((-a).to("tpu")).info.cpu().tolist() == [1, 1, 1]

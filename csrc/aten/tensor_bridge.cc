@@ -172,6 +172,15 @@ lazy::Operand OperandOf(const at::Tensor& t) {
   }
   TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
               "expected a tpu tensor but got one on ", t.device());
+  // A lazily conjugated or negated view (x.conj(), x.mH, x._neg_view())
+  // reaching a kernel's inputs directly: its values, not its storage's.
+  if (t.is_conj() || t.is_neg()) return StorageOperandOf(t.resolve_conj().resolve_neg());
+  return StorageOperandOf(t);
+}
+
+lazy::Operand StorageOperandOf(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
+              "expected a tpu tensor but got one on ", t.device());
   int64_t offset = 0;
   lazy::StorageSlot* slot = SlotAndOffset(t, &offset, /*write=*/false);
   TORCH_CHECK(slot != nullptr || t.numel() == 0, "tpu tensor without storage");

@@ -32,8 +32,12 @@ inline at::ScalarType OpMathType(at::ScalarType t) {
 }
 
 lazy::StorageSlot* SlotOf(const at::Tensor& t);
-// The operand for a tpu tensor, or for a 0-d CPU tensor (a wrapped scalar).
+// The operand for a tpu tensor, or for a 0-d CPU tensor (a wrapped scalar);
+// a conjugate or negative view's bits are resolved first.
 lazy::Operand OperandOf(const at::Tensor& t);
+// The tpu tensor's storage as its view reads it, math bits ignored (what
+// resolving those bits starts from).
+lazy::Operand StorageOperandOf(const at::Tensor& t);
 // A scalar as a 0-d device operand of `dtype`: its value is data, not part
 // of the compiled program, so a changing learning rate does not recompile.
 lazy::Operand ScalarOperand(const c10::Scalar& s, at::ScalarType dtype);

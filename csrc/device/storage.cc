@@ -251,7 +251,7 @@ Tensor CopyFrom(const Tensor& src_in, const Tensor& dst, bool non_blocking) {
     const bool conj = src.is_conj() != dst_conj, neg = src.is_neg() != dst_neg;
     if (src_tpu) {
       src = ops::Run1(kResolveBits, {{conj ? 1 : 0, neg ? 1 : 0}, {}, {}},
-                      {ops::OperandOf(src_in)}, ops::TypeOf(src.sizes(), src.scalar_type()));
+                      {ops::StorageOperandOf(src_in)}, ops::TypeOf(src.sizes(), src.scalar_type()));
     } else {
       src = src.resolve_conj().resolve_neg();
       if (dst_conj) src = src.conj_physical();

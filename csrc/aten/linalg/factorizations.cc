@@ -95,8 +95,16 @@ VS LowerLu(Builder& b, const VS& in, const lazy::Attrs&, const TT& out) {
                             ir::ConstantF(bb, 0, ft), {2}, "stablehlo.add");
     Value r1 = ir::Iota(bb, {B, m}, 1, DType::S64);
     Value below = ir::Compare(bb, r1, ir::Full(bb, j, {B, m}), ir::Cmp::GE);
-    Value cand = ir::Select(bb, below, ir::Unary(bb, "stablehlo.abs", colj),
-                            ir::Full(bb, ir::ConstantF(bb, -1, ft), {B, m}));
+    // the pivot's size: |a|, or |re| + |im| for complex (LAPACK's izamax)
+    Value mag;
+    if (ir::IsComplex(ft)) {
+      const ir::TensorType part{ft == DType::C128 ? DType::F64 : DType::F32, {B, m}};
+      mag = Add(bb, ir::Unary(bb, "stablehlo.abs", bb.Op1("stablehlo.real", {colj}, part)),
+                ir::Unary(bb, "stablehlo.abs", bb.Op1("stablehlo.imag", {colj}, part)));
+    } else {
+      mag = ir::Unary(bb, "stablehlo.abs", colj);
+    }
+    Value cand = ir::Select(bb, below, mag, ir::Full(bb, ir::ConstantF(bb, -1, bb.type(mag).dtype), {B, m}));
     Value p = ir::ArgReduce(bb, cand, 1, true).second;  // (B) s64
     // swap rows j and p
     Value pd = ir::BroadcastInDim(bb, p, d, {0});
@@ -557,10 +565,10 @@ Tensor TriSolve(const Tensor& A, const Tensor& Bm, bool upper, bool left, bool u
       .reshape(x.sizes());
 }
 
-// X with A X = B (adjoint: A^T X = B) from A's LU factors.
+// X with A X = B (adjoint: A^H X = B) from A's LU factors.
 Tensor LuSolve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm, bool left, bool adjoint) {
-  if (!left) {  // X A = B  <=>  A^T X^T = B^T
-    return LuSolve(LU, pivots, Bm.mT(), true, !adjoint).mT();
+  if (!left) {  // X A = B  <=>  A^H X^H = B^H
+    return LuSolve(LU, pivots, Bm.mH(), true, !adjoint).mH();
   }
   const int64_t n = LU.size(-1);
   auto batch = at::infer_size(BatchOf(LU), BatchOf(Bm));
@@ -575,9 +583,9 @@ Tensor LuSolve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm, bool le
     Tensor y = TriSolve(lu, pbm, /*upper=*/false, true, /*unit=*/true, false);
     return TriSolve(lu, y, /*upper=*/true, true, false, false);
   }
-  // A^T = U^T L^T P^T: U^T y = B, L^T z = y, x = P z (x[perm] = z).
-  Tensor y = TriSolve(lu, b, /*upper=*/true, true, false, /*trans=*/true);
-  Tensor z = TriSolve(lu, y, /*upper=*/false, true, /*unit=*/true, /*trans=*/true);
+  // A^H = U^H L^H P^T: U^H y = B, L^H z = y, x = P z (x[perm] = z).
+  Tensor y = TriSolve(lu, b, /*upper=*/true, true, false, /*trans=*/2);
+  Tensor z = TriSolve(lu, y, /*upper=*/false, true, /*unit=*/true, /*trans=*/2);
   Tensor inv = at::argsort(perm, -1, false);
   return at::take_along_dim(z, inv.unsqueeze(-1), -2);
 }
@@ -585,7 +593,7 @@ Tensor LuSolve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm, bool le
 // ---- kernels ----
 
 std::tuple<Tensor, Tensor, Tensor> lu_factor_ex_tpu(const Tensor& A, bool pivot, bool check_errors) {
-  CheckFloatMatrix("torch.linalg.lu_factor_ex", A);
+  CheckFloatMatrix("torch.linalg.lu_factor_ex", A, "A", true);
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   (void)check_errors;  // checking would wait for the device
   return LuFactor(A);
@@ -648,7 +656,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> lu_unpack_out_tpu(const Tensor& LU, const 
 }
 
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_tpu(const Tensor& A, bool pivot) {
-  CheckFloatMatrix("linalg.lu", A);
+  CheckFloatMatrix("linalg.lu", A, "A", true);
   TORCH_CHECK(pivot, "linalg.lu: LU without pivoting is not implemented on the CPU");
   auto [LU, piv, info] = LuFactor(A);
   return Unpack(LU, piv, true, true);
@@ -664,7 +672,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> linalg_lu_out_tpu(const Tensor& A, bool pi
 }
 
 Tensor lu_solve_tpu(const Tensor& LU, const Tensor& pivots, const Tensor& B, bool left, bool adjoint) {
-  CheckSquare("linalg.lu_solve", LU, "LU");
+  CheckSquare("linalg.lu_solve", LU, "LU", true);
   TORCH_CHECK(B.dim() >= 2, "linalg.lu_solve: Expected B to have at least 2 dimensions, but it "
               "has ", B.dim(), " dimensions instead");
   TORCH_CHECK(LU.scalar_type() == B.scalar_type(), "linalg.lu_solve: Expected LU and B to have "
@@ -729,7 +737,7 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_slogdet_out_tpu(const Tens
 }
 
 std::tuple<Tensor, Tensor> linalg_inv_ex_tpu(const Tensor& A, bool check_errors) {
-  CheckSquare("linalg.inv", A);
+  CheckSquare("linalg.inv", A, "A", true);
   (void)check_errors;
   auto [LU, piv, info] = LuFactor(A);
   Tensor eye = at::eye(A.size(-1), TpuOptions(A.scalar_type())).expand(A.sizes());
@@ -747,7 +755,7 @@ std::tuple<Tensor&, Tensor&> linalg_inv_ex_out_tpu(const Tensor& A, bool check_e
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_solve_ex_tpu(const Tensor& A, const Tensor& B,
                                                                bool left, bool check_errors) {
-  CheckSquare("linalg.solve", A);
+  CheckSquare("linalg.solve", A, "A", true);
   CheckTpu("linalg.solve", B, "B");
   TORCH_CHECK(A.scalar_type() == B.scalar_type(), "linalg.solve: Expected A and B to have the "
               "same dtype, but found A of type ", A.scalar_type(), " and B of type ",

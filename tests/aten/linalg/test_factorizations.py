@@ -175,3 +175,36 @@ def test_complex_cholesky_family(dtype, upper, highest_matmul_precision):
         torch.linalg.solve_triangular(ft, b.to("tpu"), upper=upper).cpu(),
         torch.linalg.solve_triangular(f, b, upper=upper), **tol)
     assert torch.linalg.cholesky_ex((-a).to("tpu")).info.cpu().tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_lu_family(dtype, highest_matmul_precision):
+    # complex LU with LAPACK's pivot choice (|re| + |im|), and the solves
+    # built on it: inverse, solve from either side, lu_solve with adjoint
+    a = torch.randn(3, 5, 5, dtype=dtype)
+    b = torch.randn(3, 5, 2, dtype=dtype)
+    br = torch.randn(3, 2, 5, dtype=dtype)
+    at = a.to("tpu")
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.complex64 else dict(rtol=1e-10, atol=1e-12)
+    lu, piv = torch.linalg.lu_factor(a)
+    lut, pivt = torch.linalg.lu_factor(at)
+    assert torch.equal(pivt.cpu(), piv)
+    torch.testing.assert_close(lut.cpu(), lu, **tol)
+    torch.testing.assert_close(torch.linalg.inv(at).cpu(), torch.linalg.inv(a), **tol)
+    torch.testing.assert_close(torch.linalg.solve(at, b.to("tpu")).cpu(), torch.linalg.solve(a, b), **tol)
+    torch.testing.assert_close(torch.linalg.solve(at, br.to("tpu"), left=False).cpu(),
+                               torch.linalg.solve(a, br, left=False), **tol)
+    for left, rhs in ((True, b), (False, br)):
+        torch.testing.assert_close(
+            torch.linalg.lu_solve(lut, pivt, rhs.to("tpu"), left=left, adjoint=True).cpu(),
+            torch.linalg.lu_solve(lu, piv, rhs, left=left, adjoint=True), **tol)
+
+
+def test_conjugate_views_reach_kernels_as_their_values():
+    # a conj / negative view handed to a kernel is read as what it shows
+    z = torch.complex(torch.randn(4, 4), torch.randn(4, 4))
+    zt = z.to("tpu")
+    assert_close(torch.linalg.solve_triangular(zt.triu(), zt.mH, upper=True).cpu(),
+                 torch.linalg.solve_triangular(z.triu(), z.mH, upper=True))
+    x = torch.randn(5)
+    assert_close(torch.add(x.to("tpu")._neg_view(), 1).cpu(), -x + 1)

@@ -164,6 +164,7 @@ py::dict CacheStats() {
   d["compiles"] = s.compiles;
   d["launches"] = s.launches;
   d["compile_seconds"] = s.compile_seconds;
+  d["tier_ups"] = s.tier_ups;
   py::list entries;
   for (auto& [name, secs] : s.entries) entries.append(py::make_tuple(name, secs));
   d["entries"] = entries;

@@ -69,11 +69,21 @@ static const std::string& CacheIdentity() {
 
 struct Executor::Entry {
   std::once_flag once;
+  // Read and replaced (at a tier-up) with std::atomic_load / atomic_store.
   std::shared_ptr<pjrt::Executable> exe;
+  std::atomic<bool> quick{false};  // exe was compiled the quick way
+  std::atomic<int64_t> runs{0};    // requests while quick
   std::string error;
   bool requested = true;  // false while only prefetched
   uint64_t last_use = 0;   // Executor::use_clock_ at the last request
 };
+
+// Runs of a quickly compiled program after which it is compiled fully
+// (Executor::TierUp).
+static constexpr int64_t kTierUpRuns = 100;
+
+// The persistent cache's key of a quick program's fully optimized build.
+static std::string FullKey(const std::string& key) { return key + std::string("\0full", 5); }
 
 // Executables kept in memory at most (TORCH_TPU_EXECUTABLE_CACHE_SIZE).
 // Each loaded XLA CPU executable holds several memory mappings of JIT code
@@ -176,6 +186,9 @@ void Executor::Prefetch() {
     // request that needs it, which warns and recompiles.
     std::optional<DiskCache::Stored> stored = disk_.Read(name);
     if (!stored || stored->identity != CacheIdentity()) continue;
+    // A quick program's optimized build (TierUp), where there is one.
+    if (auto full = disk_.Read(DiskCache::EntryName(CacheIdentity(), FullKey(stored->key))))
+      if (full->identity == CacheIdentity()) stored->executable = std::move(full->executable);
     bytes += stored->executable.size();
     if (bytes > kPrefetchBytes) return;
     std::shared_ptr<Entry> entry;
@@ -191,8 +204,9 @@ void Executor::Prefetch() {
     // A request for this key meanwhile waits here instead of loading it twice.
     std::call_once(entry->once, [&] {
       std::string error;
-      entry->exe = Runtime::Get().client().TryDeserialize(stored->executable, &error);
-      if (!entry->exe) {
+      std::atomic_store(&entry->exe, std::shared_ptr<pjrt::Executable>(
+                                         Runtime::Get().client().TryDeserialize(stored->executable, &error)));
+      if (!std::atomic_load(&entry->exe)) {
         // Left without an executable, and the file set aside: the request
         // for it compiles (DiskCache::Load finds no entry any more).
         RefuseEntry(name, error);
@@ -290,19 +304,29 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     pjrt::Client& client = Runtime::Get().client();
     const std::string& identity = CacheIdentity();
     auto t0 = std::chrono::steady_clock::now();
-    if (auto bytes = disk_.Load(identity, key)) {
-      std::string error;
-      entry->exe = client.TryDeserialize(*bytes, &error);
-      if (entry->exe) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.disk_hits;
-        return;
+    // A quick program that an earlier process ran often enough was stored
+    // fully optimized as well (TierUp); that one is preferred.
+    for (int tier = quick ? 0 : 1; tier < 2; ++tier) {
+      const bool full = tier == 0;  // tier 1: the key's own build
+      const std::string stored_key = full ? FullKey(key) : key;
+      if (auto bytes = disk_.Load(identity, stored_key)) {
+        std::string error;
+        auto exe = client.TryDeserialize(*bytes, &error);
+        if (exe) {
+          std::atomic_store(&entry->exe, std::shared_ptr<pjrt::Executable>(std::move(exe)));
+          entry->quick = quick && !full;
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.disk_hits;
+          return;
+        }
+        RefuseEntry(DiskCache::EntryName(identity, stored_key), error);
       }
-      RefuseEntry(DiskCache::EntryName(identity, key), error);
     }
     const std::string text = print();
     try {
-      entry->exe = client.Compile(text, CompileOptions(quick));
+      std::atomic_store(&entry->exe,
+                        std::shared_ptr<pjrt::Executable>(client.Compile(text, CompileOptions(quick))));
+      entry->quick = quick;
     } catch (const std::exception& e) {
       entry->error = "tpu: compiling " + name + " failed: " + e.what() + "\nProgram:\n" + text;
       return;
@@ -311,7 +335,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (disk_.enabled()) {
       try {
-        disk_.Store(identity, key, entry->exe->Serialize());
+        disk_.Store(identity, key, std::atomic_load(&entry->exe)->Serialize());
       } catch (const std::exception& e) {
         Warn(std::string("could not write the compilation cache: ") + e.what());
       }
@@ -321,7 +345,8 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     stats_.compile_seconds += secs;
     stats_.entries.emplace_back(name, secs);
   });
-  if (!entry->exe) {
+  std::shared_ptr<pjrt::Executable> exe = std::atomic_load(&entry->exe);
+  if (!exe) {
     if (entry->error.empty()) {
       // A prefetched entry that did not load: drop it and load or compile here.
       {
@@ -333,7 +358,45 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     }
     throw std::runtime_error(entry->error);
   }
-  return entry->exe;
+  if (entry->quick && entry->runs.fetch_add(1) + 1 == kTierUpRuns) {
+    TierUp(*entry, key, name, print);
+    exe = std::atomic_load(&entry->exe);
+  }
+  return exe;
+}
+
+// A quickly compiled program that has run kTierUpRuns times is compiled
+// again with every optimization, on the thread that asked for it (once per
+// program and process), and replaces the quick one; the optimized one is
+// stored beside it in the persistent cache, so later processes load it
+// directly. The quick tier saves 20-30 ms on each program's first call,
+// but its unoptimized code runs slower (a tanh of 1024 floats: several
+// microseconds), which a program run this often repays.
+void Executor::TierUp(Entry& entry, const std::string& key, const std::string& name,
+                      const std::function<std::string()>& print) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<pjrt::Executable> full;
+  try {
+    full = Runtime::Get().client().Compile(print(), CompileOptions(false));
+  } catch (const std::exception&) {
+    entry.quick = false;  // the quick executable stays in use
+    return;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (disk_.enabled()) {
+    try {
+      disk_.Store(CacheIdentity(), FullKey(key), full->Serialize());
+    } catch (const std::exception& e) {
+      Warn(std::string("could not write the compilation cache: ") + e.what());
+    }
+  }
+  std::atomic_store(&entry.exe, std::move(full));
+  entry.quick = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.compiles;
+  ++stats_.tier_ups;
+  stats_.compile_seconds += secs;
+  stats_.entries.emplace_back(name, secs);
 }
 
 CacheStats Executor::stats() {

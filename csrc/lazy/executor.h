@@ -68,9 +68,11 @@ struct CacheStats {
   // compiled or loaded (so requests - hits counts the programs this process
   // has asked for); disk_hits: executables loaded from the persistent cache,
   // on demand or ahead of use (prefetched: those loaded ahead, at start-up);
-  // disk_refused: stored executables the plugin did not load (set aside).
+  // disk_refused: stored executables the plugin did not load (set aside);
+  // tier_ups: quickly compiled programs recompiled fully once they ran often
+  // (GetExecutable).
   int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0,
-          disk_refused = 0, evicted = 0;
+          disk_refused = 0, evicted = 0, tier_ups = 0;
   int64_t cached = 0;  // executables held in memory now
   double compile_seconds = 0;
   std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds
@@ -155,6 +157,8 @@ class Executor {
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
                                                   const std::function<std::string()>& print,
                                                   bool quick = false);
+  void TierUp(Entry& entry, const std::string& key, const std::string& name,
+              const std::function<std::string()>& print);
   void NoteFirstUseLocked(const std::string& key);
   std::string ManifestName();
   void Prefetch();

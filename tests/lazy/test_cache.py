@@ -122,3 +122,23 @@ def test_complex_slices_of_a_randomly_filled_tensor_compile_once(dtype):
     for i, (e, a) in enumerate(outs):
         torch.testing.assert_close(e.cpu(), torch.exp(xc[i]))
         torch.testing.assert_close(a.cpu(), xc[i] + 1)
+
+
+def test_a_quick_program_run_often_is_recompiled_fully_once():
+    # A small op of a new shape compiles the quick way (cheap to compile, slow
+    # code); after 100 runs it is compiled with every optimization, once, and
+    # the results stay those of CPU.
+    x = torch.randn(13, 29)
+    xt = x.to("tpu")
+    torch.tanh(xt).cpu()
+    s0 = torch.tpu._get_cache_stats()
+    for _ in range(120):
+        y = torch.tanh(xt)
+    torch.testing.assert_close(y.cpu(), torch.tanh(x))
+    s1 = torch.tpu._get_cache_stats()
+    assert s1["tier_ups"] == s0["tier_ups"] + 1
+    assert s1["compiles"] == s0["compiles"] + 1
+    for _ in range(120):
+        y = torch.tanh(xt)
+    torch.testing.assert_close(y.cpu(), torch.tanh(x))
+    assert torch.tpu._get_cache_stats()["tier_ups"] == s1["tier_ups"]

@@ -197,3 +197,30 @@ def test_executables_in_memory_are_bounded_least_recently_used_first(tmp_path):
     # Every program of the first round was dropped before the second asked
     # for it again, which loaded it from disk instead of compiling it.
     assert s["compiles"] > 0 and s["disk_hits"] == s["compiles"], s
+
+
+HOT = r"""
+import json, torch, torch_tpu
+x = torch.linspace(-3, 3, 77).reshape(7, 11)
+xt = x.to("tpu")
+for _ in range(150):
+    y = torch.sigmoid(xt) * 2
+torch.testing.assert_close(y.cpu(), torch.sigmoid(x) * 2)
+s = torch.tpu._get_cache_stats()
+print(json.dumps({"tier_ups": s["tier_ups"], "compiles": s["compiles"], "disk_hits": s["disk_hits"]}))
+"""
+
+
+def test_a_hot_quick_program_is_stored_optimized_for_the_next_start(tmp_path):
+    def go():
+        env = dict(os.environ, TORCH_TPU_COMPILATION_CACHE_DIR=str(tmp_path), TORCH_TPU_CACHE_PREFETCH="0")
+        p = subprocess.run([sys.executable, "-c", HOT], env=env, capture_output=True, text=True, timeout=240)
+        assert p.returncode == 0, p.stderr
+        return json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+
+    cold = go()
+    assert cold["tier_ups"] >= 2  # sigmoid and the multiplication
+    warm = go()
+    # The next process loads the optimized builds and has nothing to recompile.
+    assert warm["compiles"] == 0 and warm["tier_ups"] == 0
+    assert warm["disk_hits"] > 0

@@ -10,6 +10,8 @@
 // matrix at each step.
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/conj_physical.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/argsort.h>
 #include <ATen/ops/empty.h>
@@ -62,6 +64,45 @@ void PrepareOutExact(const char* op, const Tensor& out, at::IntArrayRef sizes,
 
 Value I64(Builder& b, int64_t v, const ir::Dims& d) { return ir::Full(b, ir::ConstantI(b, v, DType::S64), d); }
 Value And(Builder& b, Value x, Value y) { return ir::Binary(b, "stablehlo.and", x, y); }
+
+// Complex helpers; each is the identity (or the plain op) on real values, so
+// one lowering serves both.
+DType PartOf(DType t) { return t == DType::C128 ? DType::F64 : t == DType::C64 ? DType::F32 : t; }
+Value Part(Builder& b, const char* op, Value x) {
+  const ir::TensorType& t = b.type(x);
+  return b.Op1(op, {x}, ir::TensorType{PartOf(t.dtype), t.dims});
+}
+Value Re(Builder& b, Value x) { return ir::IsComplex(b.type(x).dtype) ? Part(b, "stablehlo.real", x) : x; }
+Value Conj(Builder& b, Value x) {
+  const ir::TensorType& t = b.type(x);
+  if (!ir::IsComplex(t.dtype)) return x;
+  return b.Op1("stablehlo.complex",
+               {Part(b, "stablehlo.real", x), ir::Unary(b, "stablehlo.negate", Part(b, "stablehlo.imag", x))}, t);
+}
+// |x| as a real value.
+Value AbsR(Builder& b, Value x) {
+  return ir::IsComplex(b.type(x).dtype) ? Part(b, "stablehlo.abs", x) : ir::Unary(b, "stablehlo.abs", x);
+}
+// |x|^2 as a real value.
+Value Abs2(Builder& b, Value x) {
+  if (!ir::IsComplex(b.type(x).dtype)) return Mul(b, x, x);
+  Value re = Part(b, "stablehlo.real", x), im = Part(b, "stablehlo.imag", x);
+  return Add(b, Mul(b, re, re), Mul(b, im, im));
+}
+// The identity matrices (B, n, n) of dims d, in dtype ft.
+Value Eye(Builder& b, const ir::Dims& d, DType ft) {
+  Value eq = ir::Compare(b, ir::Iota(b, d, 1, DType::S64), ir::Iota(b, d, 2, DType::S64), ir::Cmp::EQ);
+  return ir::Convert(b, ir::Convert(b, eq, PartOf(ft)), ft);
+}
+// The conjugate transpose of (B, r, c).
+Value Adjoint(Builder& b, Value x) { return Conj(b, ir::Transpose(b, x, {0, 2, 1})); }
+// conj(g) / |g|, the unit phase that makes g real (1 where `skip`), for
+// g of a complex pair rotation; nullopt-like empty on real values.
+Value Phase(Builder& b, Value g, Value absg, Value skip) {
+  const DType ft = b.type(g).dtype;
+  Value safe = ir::Select(b, skip, C(b, 1, absg), absg);
+  return ir::Select(b, skip, C(b, 1, g), Div(b, Conj(b, g), ir::Convert(b, safe, ft)));
+}
 
 // The Jacobi rotation (c, s) that zeroes the off-diagonal entry of the
 // symmetric 2x2 [[app, apq], [apq, aqq]] (the smaller-angle solution); the
@@ -228,19 +269,17 @@ constexpr lazy::Lowering kCholesky{"aten::linalg_cholesky_ex", &LowerCholesky};
 VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const ir::Dims d = out[0].dims;
   const int64_t B = d[0], m = d[1], n = d[2];
-  const DType ft = out[0].dtype;
+  const DType ft = out[0].dtype;  // complex for a complex A; S is real
+  const bool cplx = ir::IsComplex(ft);
   const int64_t sweeps = a.ints[0];
   const int64_t N = n + (n % 2), half = N / 2, steps = N - 1;
   Value A = ir::Convert(b, in[0], ft);
   const ir::Dims vd{B, n, n};
-  Value V = ir::Convert(b, ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64),
-                                       ir::Cmp::EQ), ft);
+  Value V = Eye(b, vd, ft);
   if (n > 1) {
     if (N != n) {  // a zero column for A, a unit one for V (never rotated: gamma = 0)
       A = ir::Pad(b, A, ir::ConstantF(b, 0, ft), {0, 0, 0}, {0, 0, 1}, {0, 0, 0});
-      const ir::Dims wd{B, N, N};
-      V = ir::Convert(b, ir::Compare(b, ir::Iota(b, wd, 1, DType::S64), ir::Iota(b, wd, 2, DType::S64),
-                                     ir::Cmp::EQ), ft);
+      V = Eye(b, {B, N, N}, ft);
     }
     // Round t pairs seat k with seat N-1-k of the circle: seat 0 holds
     // column 0, seat s > 0 holds column 1 + (s - 1 + t) mod (N - 1).
@@ -266,22 +305,27 @@ VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {t, zero}, {1, half}), {half});
       Value back = ir::Reshape(bb, loop::DynSlice(bb, v[4], {t, zero}, {1, N}), {N});
       Value ap = ir::TakeAlong(bb, v[0], 2, p), aq = ir::TakeAlong(bb, v[0], 2, q);  // (B, m, half)
-      auto dot = [&](Value x, Value y) {
-        return ir::Reduce(bb, Mul(bb, x, y), ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");
+      auto sum_rows = [&](Value x) {
+        return ir::Reduce(bb, x, ir::ConstantF(bb, 0, bb.type(x).dtype), {1}, "stablehlo.add");
       };
-      Value alpha = dot(ap, ap), beta = dot(aq, aq), gamma = dot(ap, aq);  // (B, half)
-      Value tiny = ir::Compare(bb, ir::Unary(bb, "stablehlo.abs", gamma),
-                               Mul(bb, C(bb, 1e-30, gamma),
-                                   ir::Unary(bb, "stablehlo.sqrt", Mul(bb, alpha, beta))),
+      // alpha = |a_p|^2, beta = |a_q|^2, gamma = a_p^H a_q (B, half); for
+      // complex columns, a_q is first turned by the phase of gamma, which
+      // makes gamma real, and the real rotation follows.
+      Value alpha = sum_rows(Abs2(bb, ap)), beta = sum_rows(Abs2(bb, aq));
+      Value gamma = sum_rows(Mul(bb, Conj(bb, ap), aq));
+      Value g = cplx ? AbsR(bb, gamma) : gamma;
+      Value tiny = ir::Compare(bb, ir::Unary(bb, "stablehlo.abs", g),
+                               Mul(bb, C(bb, 1e-30, g), ir::Unary(bb, "stablehlo.sqrt", Mul(bb, alpha, beta))),
                                ir::Cmp::LE);
-      tiny = ir::Binary(bb, "stablehlo.or", tiny,
-                        ir::Compare(bb, gamma, C(bb, 0, gamma), ir::Cmp::EQ));
-      std::pair<Value, Value> cs = JacobiRotation(bb, alpha, beta, gamma, tiny);
+      tiny = ir::Binary(bb, "stablehlo.or", tiny, ir::Compare(bb, g, C(bb, 0, g), ir::Cmp::EQ));
+      std::pair<Value, Value> cs = JacobiRotation(bb, alpha, beta, g, tiny);
+      Value phase = cplx ? Phase(bb, gamma, g, tiny) : Value{};
       auto rotate = [&](Value X) {
         Value xp = ir::TakeAlong(bb, X, 2, p), xq = ir::TakeAlong(bb, X, 2, q);
         const ir::Dims xd = bb.type(xp).dims;
-        Value c = ir::BroadcastInDim(bb, cs.first, xd, {0, 2});
-        Value s = ir::BroadcastInDim(bb, cs.second, xd, {0, 2});
+        if (cplx) xq = Mul(bb, xq, ir::BroadcastInDim(bb, phase, xd, {0, 2}));
+        Value c = ir::Convert(bb, ir::BroadcastInDim(bb, cs.first, xd, {0, 2}), ft);
+        Value s = ir::Convert(bb, ir::BroadcastInDim(bb, cs.second, xd, {0, 2}), ft);
         Value np_ = Sub(bb, Mul(bb, c, xp), Mul(bb, s, xq));
         Value nq_ = Add(bb, Mul(bb, s, xp), Mul(bb, c, xq));
         return ir::TakeAlong(bb, ir::Concatenate(bb, {np_, nq_}, 2), 2, back);
@@ -295,14 +339,15 @@ VS LowerSvd(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       V = ir::Slice(b, V, {0, 0, 0}, {B, n, n}, {1, 1, 1});
     }
   }
+  const DType rt = PartOf(ft);
   Value S = ir::Unary(b, "stablehlo.sqrt",
-                      ir::Reduce(b, Mul(b, A, A), ir::ConstantF(b, 0, ft), {1}, "stablehlo.add"));  // (B, n)
+                      ir::Reduce(b, Abs2(b, A), ir::ConstantF(b, 0, rt), {1}, "stablehlo.add"));  // (B, n)
   Value Sd = ir::BroadcastInDim(b, S, d, {0, 2});
   // A zero singular value has no direction of its own: e_j there (what
   // LAPACK gives for a zero matrix).
-  Value ej = ir::Convert(b, ir::Compare(b, ir::Iota(b, d, 1, DType::S64), ir::Iota(b, d, 2, DType::S64),
-                                        ir::Cmp::EQ), ft);
-  Value U = ir::Select(b, ir::Compare(b, Sd, C(b, 0, Sd), ir::Cmp::GT), Div(b, A, Sd), ej);
+  Value ej = ir::Convert(b, ir::Convert(b, ir::Compare(b, ir::Iota(b, d, 1, DType::S64),
+                                                       ir::Iota(b, d, 2, DType::S64), ir::Cmp::EQ), rt), ft);
+  Value U = ir::Select(b, ir::Compare(b, Sd, C(b, 0, Sd), ir::Cmp::GT), Div(b, A, ir::Convert(b, Sd, ft)), ej);
   auto desc = [](Builder& rb, const VS& x) { return VS{ir::Compare(rb, x[0], x[1], ir::Cmp::GT)}; };
   VS us = ir::Sort(b, {Sd, U}, 2, true, desc);
   VS vs = ir::Sort(b, {ir::BroadcastInDim(b, S, vd, {0, 2}), V}, 2, true, desc);
@@ -318,7 +363,8 @@ constexpr lazy::Lowering kSvd{"aten::_linalg_svd", &LowerSvd};
 VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
   const ir::Dims vd = out[1].dims;
   const int64_t B = vd[0], n = vd[1];
-  const DType ft = out[1].dtype;
+  const DType ft = out[1].dtype;  // complex for a Hermitian A; w is real
+  const bool cplx = ir::IsComplex(ft);
   const int64_t sweeps = a.ints[0];
   std::vector<int64_t> ps, qs;
   for (int64_t p = 0; p < n; ++p)
@@ -328,8 +374,7 @@ VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
     }
   const int64_t np = static_cast<int64_t>(ps.size());
   Value A = ir::Convert(b, in[0], ft);
-  Value V = ir::Convert(b, ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64),
-                                       ir::Cmp::EQ), ft);
+  Value V = Eye(b, vd, ft);
   auto entry = [&](Builder& bb, Value X, Value r, Value c) {  // X[:, r, c] as (B)
     Value m = ir::Binary(bb, "stablehlo.and",
                          ir::Compare(bb, ir::Iota(bb, vd, 1, DType::S64), ir::Full(bb, r, vd), ir::Cmp::EQ),
@@ -343,10 +388,15 @@ VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
       Value k = ir::Binary(bb, "stablehlo.remainder", it, ir::ConstantI(bb, np, DType::S64));
       Value p = ir::Reshape(bb, loop::DynSlice(bb, v[2], {k}, {1}), {});
       Value q = ir::Reshape(bb, loop::DynSlice(bb, v[3], {k}, {1}), {});
-      Value app = entry(bb, v[0], p, p), aqq = entry(bb, v[0], q, q), apq = entry(bb, v[0], p, q);
-      Value tiny = ir::Compare(bb, apq, C(bb, 0, apq), ir::Cmp::EQ);
-      std::pair<Value, Value> cs = JacobiRotation(bb, app, aqq, apq, tiny);
-      Value c = cs.first, s = cs.second;
+      Value app = Re(bb, entry(bb, v[0], p, p)), aqq = Re(bb, entry(bb, v[0], q, q));
+      Value apq = entry(bb, v[0], p, q);
+      // Complex: J = diag(1, phase) R, where the phase makes a_pq real and
+      // R is the real rotation of the result.
+      Value g = cplx ? AbsR(bb, apq) : apq;
+      Value tiny = ir::Compare(bb, g, C(bb, 0, g), ir::Cmp::EQ);
+      std::pair<Value, Value> cs = JacobiRotation(bb, app, aqq, g, tiny);
+      Value c = ir::Convert(bb, cs.first, ft), s = ir::Convert(bb, cs.second, ft);
+      Value phase = cplx ? Phase(bb, apq, g, tiny) : Value{};
       // columns p, q of X rotated: X J
       auto rot_cols = [&](Value X) {
         auto column = [&](Value cidx) {
@@ -356,6 +406,7 @@ VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
                                     vd, {0, 1});
         };
         Value xp = column(p), xq = column(q);
+        if (cplx) xq = Mul(bb, xq, ir::BroadcastInDim(bb, phase, vd, {0}));
         Value cc = ir::BroadcastInDim(bb, c, vd, {0}), ss = ir::BroadcastInDim(bb, s, vd, {0});
         Value colI = ir::Iota(bb, vd, 2, DType::S64);
         return ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, p, vd), ir::Cmp::EQ),
@@ -363,15 +414,17 @@ VS LowerEigh(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) {
                           ir::Select(bb, ir::Compare(bb, colI, ir::Full(bb, q, vd), ir::Cmp::EQ),
                                      Add(bb, Mul(bb, ss, xp), Mul(bb, cc, xq)), X));
       };
-      Value A1 = rot_cols(v[0]);
-      Value A2 = ir::Transpose(bb, rot_cols(ir::Transpose(bb, A1, {0, 2, 1})), {0, 2, 1});
+      Value A1 = rot_cols(v[0]);                             // A J
+      Value A2 = Adjoint(bb, rot_cols(Adjoint(bb, A1)));     // J^H A J
       return VS{A2, rot_cols(v[1]), v[2], v[3]};
     });
     A = r[0];
     V = r[1];
   }
+  const DType rt = PartOf(ft);
   Value diagm = ir::Compare(b, ir::Iota(b, vd, 1, DType::S64), ir::Iota(b, vd, 2, DType::S64), ir::Cmp::EQ);
-  Value w = ir::Reduce(b, ir::Select(b, diagm, A, C(b, 0, A)), ir::ConstantF(b, 0, ft), {2}, "stablehlo.add");
+  Value Ar = Re(b, A);
+  Value w = ir::Reduce(b, ir::Select(b, diagm, Ar, C(b, 0, Ar)), ir::ConstantF(b, 0, rt), {2}, "stablehlo.add");
   auto asc = [](Builder& rb, const VS& x) { return VS{ir::Compare(rb, x[0], x[1], ir::Cmp::LT)}; };
   VS vs = ir::Sort(b, {ir::BroadcastInDim(b, w, vd, {0, 2}), V}, 2, true, asc);
   VS ws = ir::Sort(b, {w}, 1, true, asc);
@@ -388,7 +441,7 @@ constexpr lazy::Lowering kEigh{"aten::_linalg_eigh", &LowerEigh};
 VS Geqrf(Builder& b, Value A) {
   const ir::Dims d = b.type(A).dims;
   const int64_t B = d[0], m = d[1], n = d[2], k = std::min(m, n);
-  const DType ft = b.type(A).dtype;
+  const DType ft = b.type(A).dtype, rt = PartOf(ft);
   const ir::Dims vd{B, m, k};
   Value Vs = ir::Full(b, ir::ConstantF(b, 0, ft), vd);     // reflectors, v_j in column j
   Value taus = ir::Full(b, ir::ConstantF(b, 0, ft), {B, k});
@@ -403,21 +456,29 @@ VS Geqrf(Builder& b, Value A) {
     Value alpha = ir::Reduce(bb, ir::Select(bb, ir::Compare(bb, r1, j1, ir::Cmp::EQ), colj, zero1),
                              ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");  // (B)
     Value below = ir::Select(bb, ir::Compare(bb, r1, j1, ir::Cmp::GT), colj, zero1);
-    Value xnorm2 = ir::Reduce(bb, Mul(bb, below, below), ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");
+    Value xnorm2 = ir::Reduce(bb, Abs2(bb, below), ir::ConstantF(bb, 0, rt), {1}, "stablehlo.add");
+    // As LAPACK's larfg: no reflection where x is zero and alpha is real;
+    // beta = -sign(Re alpha) ||(alpha, x)|| (real), tau = (beta - alpha) / beta.
     Value skip = ir::Compare(bb, xnorm2, C(bb, 0, xnorm2), ir::Cmp::EQ);
-    Value nrm = ir::Unary(bb, "stablehlo.sqrt", Add(bb, Mul(bb, alpha, alpha), xnorm2));
-    Value neg = ir::Compare(bb, alpha, C(bb, 0, alpha), ir::Cmp::LT);
-    Value beta = ir::Select(bb, neg, nrm, ir::Unary(bb, "stablehlo.negate", nrm));
+    if (ir::IsComplex(ft)) {
+      Value im = Part(bb, "stablehlo.imag", alpha);
+      skip = And(bb, skip, ir::Compare(bb, im, C(bb, 0, im), ir::Cmp::EQ));
+    }
+    Value nrm = ir::Unary(bb, "stablehlo.sqrt", Add(bb, Abs2(bb, alpha), xnorm2));
+    Value alphr = Re(bb, alpha);
+    Value neg = ir::Compare(bb, alphr, C(bb, 0, alphr), ir::Cmp::LT);
+    Value beta = ir::Convert(bb, ir::Select(bb, neg, nrm, ir::Unary(bb, "stablehlo.negate", nrm)), ft);
     Value safe_beta = ir::Select(bb, skip, C(bb, 1, beta), beta);
     Value tau = ir::Select(bb, skip, C(bb, 0, beta), Div(bb, Sub(bb, beta, alpha), safe_beta));
     Value denom = ir::Select(bb, skip, C(bb, 1, alpha), Sub(bb, alpha, beta));
     // v: 1 at j, x / (alpha - beta) below, 0 above
     Value vvec = ir::Select(bb, ir::Compare(bb, r1, j1, ir::Cmp::EQ), ir::Full(bb, ir::ConstantF(bb, 1, ft), {B, m}),
                             Div(bb, below, ir::BroadcastInDim(bb, denom, {B, m}, {0})));
-    // X <- (I - tau v v^T) X on columns > j; column j becomes beta e_j (or stays)
-    Value w = ir::Reduce(bb, Mul(bb, ir::BroadcastInDim(bb, vvec, d, {0, 1}), X), ir::ConstantF(bb, 0, ft), {1},
-                         "stablehlo.add");  // (B, n)
-    Value upd = Sub(bb, X, Mul(bb, ir::BroadcastInDim(bb, Mul(bb, vvec, ir::BroadcastInDim(bb, tau, {B, m}, {0})), d, {0, 1}),
+    // X <- H^H X = (I - conj(tau) v v^H) X on columns > j; column j becomes
+    // beta e_j (or stays)
+    Value w = ir::Reduce(bb, Mul(bb, ir::BroadcastInDim(bb, Conj(bb, vvec), d, {0, 1}), X),
+                         ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");  // (B, n)
+    Value upd = Sub(bb, X, Mul(bb, ir::BroadcastInDim(bb, Mul(bb, vvec, ir::BroadcastInDim(bb, Conj(bb, tau), {B, m}, {0})), d, {0, 1}),
                                 ir::BroadcastInDim(bb, w, d, {0, 2})));
     Value newcol = ir::Select(bb, ir::Compare(bb, row, jd, ir::Cmp::EQ), ir::BroadcastInDim(bb, beta, d, {0}),
                               ir::Select(bb, ir::Compare(bb, row, jd, ir::Cmp::GT), C(bb, 0, X), X));
@@ -440,8 +501,7 @@ Value Orgqr(Builder& b, Value Vr, Value tr) {
   const int64_t k = b.type(tr).dims[1];
   const DType ft = b.type(Vr).dtype;
   const ir::Dims qd{B, m, m};
-  Value Q = ir::Convert(b, ir::Compare(b, ir::Iota(b, qd, 1, DType::S64), ir::Iota(b, qd, 2, DType::S64),
-                                       ir::Cmp::EQ), ft);
+  Value Q = Eye(b, qd, ft);
   VS q = loop::For(b, 0, k, {Q, Vr, tr}, [&](Builder& bb, Value i, const VS& v) {
     Value j = Sub(bb, ir::ConstantI(bb, k - 1, DType::S64), i);
     Value kcol = ir::Compare(bb, ir::Iota(bb, vd, 2, DType::S64), ir::Full(bb, j, vd), ir::Cmp::EQ);
@@ -450,8 +510,8 @@ Value Orgqr(Builder& b, Value Vr, Value tr) {
     Value tk = ir::Compare(bb, ir::Iota(bb, {B, k}, 1, DType::S64), ir::Full(bb, j, {B, k}), ir::Cmp::EQ);
     Value tau = ir::Reduce(bb, ir::Select(bb, tk, v[2], C(bb, 0, v[2])), ir::ConstantF(bb, 0, ft), {1},
                            "stablehlo.add");
-    Value w = ir::Reduce(bb, Mul(bb, ir::BroadcastInDim(bb, vvec, qd, {0, 1}), v[0]), ir::ConstantF(bb, 0, ft),
-                         {1}, "stablehlo.add");  // (B, m) = v^T Q
+    Value w = ir::Reduce(bb, Mul(bb, ir::BroadcastInDim(bb, Conj(bb, vvec), qd, {0, 1}), v[0]),
+                         ir::ConstantF(bb, 0, ft), {1}, "stablehlo.add");  // (B, m) = v^H Q
     Value tv = Mul(bb, vvec, ir::BroadcastInDim(bb, tau, {B, m}, {0}));
     Value Qn = Sub(bb, v[0], Mul(bb, ir::BroadcastInDim(bb, tv, qd, {0, 1}), ir::BroadcastInDim(bb, w, qd, {0, 2})));
     return VS{Qn, v[1], v[2]};
@@ -791,7 +851,7 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_solve_ex_out_tpu(
 
 std::tuple<Tensor, Tensor, Tensor> linalg_svd_tpu(const Tensor& A, bool full_matrices, bool compute_uv,
                                                   std::optional<c10::string_view> driver) {
-  CheckFloatMatrix("linalg.svd", A);
+  CheckFloatMatrix("linalg.svd", A, "A", /*complex_ok=*/true);
   (void)driver;
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   TORCH_CHECK(!compute_uv || !full_matrices || m == n,
@@ -799,20 +859,21 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_tpu(const Tensor& A, bool full_mat
   auto batch = BatchOf(A);
   const int64_t B = c10::multiply_integers(batch);
   const auto dt = A.scalar_type();
+  const auto rdt = c10::toRealValueType(dt);  // S is real
   if (A.numel() == 0 || B == 0) {
     Tensor U = compute_uv ? at::zeros(With(batch, {m, full_matrices ? m : k}), TpuOptions(dt)) : at::empty({0}, TpuOptions(dt));
     Tensor Vh = compute_uv ? at::zeros(With(batch, {full_matrices ? n : k, n}), TpuOptions(dt)) : at::empty({0}, TpuOptions(dt));
     std::vector<int64_t> sb = batch;
     sb.push_back(k);
-    return {U, at::zeros(sb, TpuOptions(dt)), Vh};
+    return {U, at::zeros(sb, TpuOptions(rdt)), Vh};
   }
-  // Jacobi on the taller orientation: A = U S V^T, or A^T = V S U^T.
+  // Jacobi on the taller orientation: A = U S V^H, or A^H = V S U^H.
   const bool tall = m >= n;
-  Tensor X = Flat3(tall ? A : A.mT());
+  Tensor X = Flat3(tall ? A : A.mH());
   const int64_t rows = tall ? m : n, cols = tall ? n : m;
-  const int64_t sweeps = A.scalar_type() == at::kDouble ? 16 : 10;
+  const int64_t sweeps = rdt == at::kDouble ? 16 : 10;
   auto r = Run(kSvd, {{sweeps}, {}, {}}, {OperandOf(X)},
-               {TypeOf({B, rows, cols}, dt), TypeOf({B, cols}, dt), TypeOf({B, cols, cols}, dt)});
+               {TypeOf({B, rows, cols}, dt), TypeOf({B, cols}, rdt), TypeOf({B, cols, cols}, dt)});
   Tensor Ux = r[0], S = r[1], Vx = r[2];
   std::vector<int64_t> sb = batch;
   sb.push_back(k);
@@ -820,7 +881,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_tpu(const Tensor& A, bool full_mat
   if (!compute_uv) return {at::empty({0}, TpuOptions(dt)), S, at::empty({0}, TpuOptions(dt))};
   Tensor U = tall ? Ux : Vx, V = tall ? Vx : Ux;
   U = U.reshape(With(batch, {m, k}));
-  Tensor Vh = V.mT().reshape(With(batch, {k, n}));
+  Tensor Vh = at::conj_physical(V.mT()).reshape(With(batch, {k, n}));
   return {U, S, Vh};
 }
 std::tuple<Tensor&, Tensor&, Tensor&> linalg_svd_out_tpu(const Tensor& A, bool full_matrices,
@@ -838,24 +899,27 @@ std::tuple<Tensor&, Tensor&, Tensor&> linalg_svd_out_tpu(const Tensor& A, bool f
 // ---- eigh ----
 
 std::tuple<Tensor, Tensor> linalg_eigh_tpu(const Tensor& A, c10::string_view uplo, bool compute_v) {
-  CheckSquare("linalg.eigh", A);
+  CheckSquare("linalg.eigh", A, "A", /*complex_ok=*/true);
   TORCH_CHECK(uplo == "L" || uplo == "U" || uplo == "l" || uplo == "u",
               "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   const int64_t n = A.size(-1);
   auto batch = BatchOf(A);
   const int64_t B = c10::multiply_integers(batch);
   const auto dt = A.scalar_type();
+  const auto rdt = c10::toRealValueType(dt);  // the eigenvalues are real
   std::vector<int64_t> wb = batch;
   wb.push_back(n);
   if (A.numel() == 0 || B == 0)
-    return {at::zeros(wb, TpuOptions(dt)), compute_v ? at::zeros(A.sizes(), TpuOptions(dt)) : at::empty({0}, TpuOptions(dt))};
-  // Only the named triangle is read.
+    return {at::zeros(wb, TpuOptions(rdt)), compute_v ? at::zeros(A.sizes(), TpuOptions(dt)) : at::empty({0}, TpuOptions(dt))};
+  // Only the named triangle is read (and of the diagonal, the real part).
   const bool lower = uplo == "L" || uplo == "l";
-  Tensor tri = lower ? at::tril(A) : at::triu(A);
-  Tensor sym = at::sub(at::add(tri, tri.mT()), at::diag_embed(at::diagonal(A, 0, -2, -1)));
-  const int64_t sweeps = dt == at::kDouble ? 16 : 10;
+  Tensor tri = lower ? at::tril(A, -1) : at::triu(A, 1);
+  Tensor diag = at::diagonal(A, 0, -2, -1);
+  if (A.is_complex()) diag = at::real(diag).to(dt);
+  Tensor sym = at::add(at::add(tri, at::conj_physical(tri.mT())), at::diag_embed(diag));
+  const int64_t sweeps = rdt == at::kDouble ? 16 : 10;
   auto r = Run(kEigh, {{sweeps}, {}, {}}, {OperandOf(Flat3(sym))},
-               {TypeOf({B, n}, dt), TypeOf({B, n, n}, dt)});
+               {TypeOf({B, n}, rdt), TypeOf({B, n, n}, dt)});
   return {r[0].reshape(wb), compute_v ? r[1].reshape(A.sizes()) : at::empty({0}, TpuOptions(dt))};
 }
 std::tuple<Tensor&, Tensor&> linalg_eigh_out_tpu(const Tensor& A, c10::string_view uplo, bool compute_v,
@@ -871,7 +935,7 @@ std::tuple<Tensor&, Tensor&> linalg_eigh_out_tpu(const Tensor& A, c10::string_vi
 // ---- QR ----
 
 std::tuple<Tensor, Tensor> linalg_qr_tpu(const Tensor& A, c10::string_view mode) {
-  CheckFloatMatrix("linalg.qr", A);
+  CheckFloatMatrix("linalg.qr", A, "A", /*complex_ok=*/true);
   TORCH_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
               mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
@@ -901,7 +965,7 @@ std::tuple<Tensor&, Tensor&> linalg_qr_out_tpu(const Tensor& A, c10::string_view
 }
 
 std::tuple<Tensor, Tensor> geqrf_tpu(const Tensor& A) {
-  CheckFloatMatrix("geqrf", A, "input");
+  CheckFloatMatrix("geqrf", A, "input", /*complex_ok=*/true);
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   auto batch = BatchOf(A);
   const int64_t B = c10::multiply_integers(batch);
@@ -922,7 +986,7 @@ std::tuple<Tensor&, Tensor&> geqrf_out_tpu(const Tensor& A, Tensor& a, Tensor& t
 }
 
 Tensor householder_product_tpu(const Tensor& A, const Tensor& tau) {
-  CheckFloatMatrix("torch.linalg.householder_product", A, "input");
+  CheckFloatMatrix("torch.linalg.householder_product", A, "input", /*complex_ok=*/true);
   TORCH_CHECK(A.size(-2) >= A.size(-1), "torch.linalg.householder_product: input.shape[-2] must be "
               "greater than or equal to input.shape[-1]");
   TORCH_CHECK(A.size(-1) >= tau.size(-1), "torch.linalg.householder_product: input.shape[-1] must "
@@ -947,7 +1011,7 @@ Tensor& householder_product_out_tpu(const Tensor& A, const Tensor& tau, Tensor& 
 
 // ormqr: op(Q) C or C op(Q) with Q (m x m) = H_0 ... H_{k-1} of geqrf's output.
 Tensor ormqr_tpu(const Tensor& A, const Tensor& tau, const Tensor& Cm, bool left, bool transpose) {
-  CheckFloatMatrix("ormqr", A, "input");
+  CheckFloatMatrix("ormqr", A, "input", /*complex_ok=*/true);
   const int64_t m = A.size(-2), n = A.size(-1);
   const int64_t qm = left ? Cm.size(-2) : Cm.size(-1);
   TORCH_CHECK(qm == m, "torch.ormqr: input.shape[-2] must be equal to other.shape[", left ? -2 : -1,
@@ -956,7 +1020,7 @@ Tensor ormqr_tpu(const Tensor& A, const Tensor& tau, const Tensor& Cm, bool left
   Tensor Asq = n < m ? at::cat({A, at::zeros(With(BatchOf(A), {m, m - n}), A.options())}, -1)
                      : A.narrow(-1, 0, m);
   Tensor Q = householder_product_tpu(Asq, tau);
-  Tensor op = transpose ? Q.mT() : Q;
+  Tensor op = transpose ? Q.mH() : Q;  // the conjugate transpose for complex Q
   return left ? at::matmul(op, Cm) : at::matmul(Cm, op);
 }
 Tensor& ormqr_out_tpu(const Tensor& A, const Tensor& tau, const Tensor& Cm, bool left, bool transpose,
@@ -972,7 +1036,7 @@ Tensor& ormqr_out_tpu(const Tensor& A, const Tensor& tau, const Tensor& Cm, bool
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_tpu(const Tensor& A, const Tensor& B,
                                                             std::optional<double> rcond,
                                                             std::optional<c10::string_view> driver) {
-  CheckFloatMatrix("torch.linalg.lstsq", A, "input");
+  CheckFloatMatrix("torch.linalg.lstsq", A, "input", /*complex_ok=*/true);
   CheckTpu("torch.linalg.lstsq", B, "other");
   TORCH_CHECK(A.scalar_type() == B.scalar_type(), "torch.linalg.lstsq: Expected input and other to "
               "have the same dtype, but got input's dtype ", A.scalar_type(), " and other's dtype ",
@@ -987,26 +1051,26 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_tpu(const Tensor& A, con
   const int64_t m = A.size(-2), n = A.size(-1);
   const auto dt = A.scalar_type();
   auto [U, S, Vh] = linalg_svd_tpu(A, false, true, std::nullopt);
-  const double eps = dt == at::kDouble ? std::numeric_limits<double>::epsilon()
+  const double eps = c10::toRealValueType(dt) == at::kDouble ? std::numeric_limits<double>::epsilon()
                                        : std::numeric_limits<float>::epsilon();
   const double rc = rcond.has_value() && *rcond > 0 ? *rcond : eps * std::max(m, n);
   Tensor thresh = at::mul(std::get<0>(at::max(S, -1, true)), rc);
   Tensor keep = at::gt(S, thresh);
-  Tensor Sinv = at::where(keep, at::reciprocal(S), at::zeros({}, TpuOptions(dt)));
-  Tensor X = at::matmul(Vh.mT(), at::mul(Sinv.unsqueeze(-1), at::matmul(U.mT(), b)));
+  Tensor Sinv = at::where(keep, at::reciprocal(S), at::zeros({}, TpuOptions(S.scalar_type())));
+  Tensor X = at::matmul(Vh.mH(), at::mul(Sinv.unsqueeze(-1), at::matmul(U.mH(), b)));
   Tensor rank = at::sum(keep, -1).to(at::kLong);
   Tensor empty = at::empty({0}, TpuOptions(dt));
-  Tensor residuals = empty;
+  Tensor residuals = at::empty({0}, TpuOptions(c10::toRealValueType(dt)));
   if (m > n && drv != "gelsy") {
     bool full = true;
     if (drv != "gels") full = at::lt(rank, n).any().item<bool>() == false;
-    if (full) residuals = at::sum(at::pow(at::sub(at::matmul(A, X), b), 2), -2);
+    if (full) residuals = at::sum(at::pow(at::abs(at::sub(at::matmul(A, X), b)), 2), -2);
   }
   if (vector_case) {
     X = X.squeeze(-1);
     if (residuals.numel() > 0) residuals = residuals.squeeze(-1);
   }
-  Tensor sv = (drv == "gelsd" || drv == "gelss") ? S : empty;
+  Tensor sv = (drv == "gelsd" || drv == "gelss") ? S : at::empty({0}, TpuOptions(S.scalar_type()));
   Tensor rk = drv == "gels" ? at::empty({0}, TpuOptions(at::kLong)) : rank;
   return {X, residuals, rk, sv};
 }

@@ -200,6 +200,57 @@ def test_complex_lu_family(dtype, highest_matmul_precision):
             torch.linalg.lu_solve(lu, piv, rhs, left=left, adjoint=True), **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_svd_eigh_qr_lstsq(dtype, highest_matmul_precision):
+    # the Jacobi SVD and eigh turn each complex pair by the phase that makes
+    # it real and rotate as for real values; QR's reflectors are LAPACK's
+    # (beta real, tau = (beta - alpha) / beta), so geqrf matches CPU entry by entry
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.complex64 else dict(rtol=1e-10, atol=1e-11)
+    for shape in [(2, 6, 4), (3, 5), (4, 4)]:
+        a = torch.randn(*shape, dtype=dtype)
+        U, S, Vh = torch.linalg.svd(a.to(TPU), full_matrices=False)
+        assert S.dtype == S.real.dtype and U.dtype == dtype and Vh.dtype == dtype
+        assert_close(S.cpu(), torch.linalg.svdvals(a), **tol)
+        assert_close((U * S.to(dtype).unsqueeze(-2) @ Vh).cpu(), a, **tol)
+        k = min(shape[-2:])
+        eye = torch.eye(k, dtype=dtype).expand(*shape[:-2], k, k)
+        assert_close((U.mH @ U).cpu(), eye, **tol)
+        assert_close((Vh @ Vh.mH).cpu(), eye, **tol)
+        q, r = torch.linalg.qr(a.to(TPU))
+        qc, rc = torch.linalg.qr(a)
+        assert_close(q.cpu(), qc, **tol)
+        assert_close(r.cpu(), rc, **tol)
+        g, tau = torch.geqrf(a.to(TPU))
+        gc, tauc = torch.geqrf(a)
+        assert_close(g.cpu(), gc, **tol)
+        assert_close(tau.cpu(), tauc, **tol)
+        if shape[-2] >= shape[-1]:
+            assert_close(torch.linalg.householder_product(gc.to(TPU), tauc.to(TPU)).cpu(),
+                         torch.linalg.householder_product(gc, tauc), **tol)
+        c = torch.randn(*shape[:-2], shape[-2], 3, dtype=dtype)
+        assert_close(torch.ormqr(g, tau, c.to(TPU), transpose=True).cpu(),
+                     torch.ormqr(gc, tauc, c, transpose=True), **tol)
+    x = torch.randn(3, 5, 5, dtype=dtype)
+    h = x + x.mH
+    for uplo in ("L", "U"):
+        # only the named triangle is read, and the diagonal's real part
+        noisy = h.clone()
+        noisy.diagonal(0, -2, -1).imag.add_(7)
+        (noisy.triu(1) if uplo == "L" else noisy.tril(-1)).add_(3)
+        w, v = torch.linalg.eigh(noisy.to(TPU), UPLO=uplo)
+        assert w.dtype == h.real.dtype
+        assert_close(w.cpu(), torch.linalg.eigvalsh(h), **tol)
+        assert_close((v * w.to(dtype).unsqueeze(-2) @ v.mH).cpu(), h, **tol)
+    a = torch.randn(2, 7, 3, dtype=dtype)
+    b = torch.randn(2, 7, 2, dtype=dtype)
+    for driver in ("gels", "gelsd"):
+        st = torch.linalg.lstsq(a.to(TPU), b.to(TPU), driver=driver)
+        sc = torch.linalg.lstsq(a, b, driver=driver)
+        for t, c in zip(st, sc):
+            assert t.shape == c.shape and t.dtype == c.dtype
+            assert_close(t.cpu(), c, **tol)
+
+
 def test_conjugate_views_reach_kernels_as_their_values():
     # a conj / negative view handed to a kernel is read as what it shows
     z = torch.complex(torch.randn(4, 4), torch.randn(4, 4))

@@ -10,6 +10,7 @@
 // matrix at each step.
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/conj_physical.h>
 #include <ATen/ops/real.h>
 #include <ATen/ops/arange.h>
@@ -248,11 +249,48 @@ VS LowerCholesky(Builder& b, const VS& in, const lazy::Attrs& a, const TT& out) 
   if (ir::IsComplex(out[0].dtype))  // a complex factor's diagonal is real
     diag = b.Op1("stablehlo.real", {diag}, ir::TensorType{out[0].dtype == DType::C128 ? DType::F64
                                                                                     : DType::F32, {B, n}});
+  // XLA fills the factor of a matrix that is not positive-definite with NaN
+  // entirely, so the order of the first minor that is not (LAPACK's info)
+  // is found by an unblocked factorization of the failed matrices only: a
+  // loop over the pivots that runs no step when every matrix factored.
   Value bad = ir::Unary(b, "stablehlo.not", b.Op1("stablehlo.is_finite", {diag}, ir::TensorType{DType::PRED, {B, n}}));
-  Value pos = ir::Select(b, bad, ir::Iota(b, {B, n}, 1, DType::S64), I64(b, n, {B, n}));
-  Value first = ir::Reduce(b, pos, ir::ConstantI(b, n, DType::S64), {1}, "stablehlo.minimum");
-  Value info = ir::Select(b, ir::Compare(b, first, I64(b, n, {B}), ir::Cmp::LT),
-                          Add(b, first, I64(b, 1, {B})), I64(b, 0, {B}));
+  Value failed = ir::Reduce(b, bad, ir::ConstantI(b, 0, DType::PRED), {1}, "stablehlo.or");  // (B)
+  const DType ft = out[0].dtype, rt = PartOf(ft);
+  // The Hermitian matrix that the named triangle describes.
+  Value tri = ir::Select(b, ir::Compare(b, row, col, upper ? ir::Cmp::LT : ir::Cmp::GT), A, C(b, 0, A));
+  Value dg = ir::Select(b, ir::Compare(b, row, col, ir::Cmp::EQ), ir::Convert(b, Re(b, A), ft), C(b, 0, A));
+  Value H = Add(b, Add(b, tri, Adjoint(b, tri)), dg);
+  VS init{ir::ConstantI(b, 0, DType::S64), H, I64(b, 0, {B}), failed};
+  VS r = loop::While(
+      b, init,
+      [&](Builder& bb, const VS& v) {
+        Value open = And(bb, v[3], ir::Compare(bb, v[2], I64(bb, 0, {B}), ir::Cmp::EQ));
+        Value any = ir::Reduce(bb, open, ir::ConstantI(bb, 0, DType::PRED), {0}, "stablehlo.or");
+        return And(bb, any, ir::Compare(bb, v[0], ir::ConstantI(bb, n, DType::S64), ir::Cmp::LT));
+      },
+      [&](Builder& bb, const VS& v) {
+        Value k = v[0], S = v[1];
+        Value rr = ir::Iota(bb, d, 1, DType::S64), cc = ir::Iota(bb, d, 2, DType::S64);
+        Value kd = ir::Full(bb, k, d);
+        Value colk = ir::Reduce(bb, ir::Select(bb, ir::Compare(bb, cc, kd, ir::Cmp::EQ), S, C(bb, 0, S)),
+                                ir::ConstantF(bb, 0, ft), {2}, "stablehlo.add");  // (B, n): S[:, :, k]
+        Value r1 = ir::Iota(bb, {B, n}, 1, DType::S64), k1 = ir::Full(bb, k, {B, n});
+        Value pivot = ir::Reduce(bb, Re(bb, ir::Select(bb, ir::Compare(bb, r1, k1, ir::Cmp::EQ), colk, C(bb, 0, colk))),
+                                 ir::ConstantF(bb, 0, rt), {1}, "stablehlo.add");  // (B)
+        // not > 0 (NaN included)
+        Value notpos = ir::Unary(bb, "stablehlo.not", ir::Compare(bb, pivot, C(bb, 0, pivot), ir::Cmp::GT));
+        Value kb = ir::Full(bb, k, {B});
+        Value info = ir::Select(bb, And(bb, notpos, ir::Compare(bb, v[2], I64(bb, 0, {B}), ir::Cmp::EQ)),
+                                Add(bb, kb, I64(bb, 1, {B})), v[2]);
+        Value safe = ir::Select(bb, notpos, C(bb, 1, pivot), pivot);
+        Value l = ir::Select(bb, ir::Compare(bb, r1, k1, ir::Cmp::GT),
+                             Div(bb, colk, ir::Convert(bb, ir::BroadcastInDim(bb, ir::Unary(bb, "stablehlo.sqrt", safe), {B, n}, {0}), ft)),
+                             C(bb, 0, colk));
+        Value outer = Mul(bb, ir::BroadcastInDim(bb, l, d, {0, 1}), ir::BroadcastInDim(bb, Conj(bb, l), d, {0, 2}));
+        Value Sn = Sub(bb, S, outer);
+        return VS{Add(bb, k, ir::ConstantI(bb, 1, DType::S64)), Sn, info, v[3]};
+      });
+  Value info = r[2];
   return {L, ir::Convert(b, info, DType::S32)};
 }
 constexpr lazy::Lowering kCholesky{"aten::linalg_cholesky_ex", &LowerCholesky};
@@ -655,8 +693,10 @@ Tensor LuSolve(const Tensor& LU, const Tensor& pivots, const Tensor& Bm, bool le
 std::tuple<Tensor, Tensor, Tensor> lu_factor_ex_tpu(const Tensor& A, bool pivot, bool check_errors) {
   CheckFloatMatrix("torch.linalg.lu_factor_ex", A, "A", true);
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
-  (void)check_errors;  // checking would wait for the device
-  return LuFactor(A);
+  auto r = LuFactor(A);
+  // Checking waits for the device, as on CUDA.
+  if (check_errors) at::_linalg_check_errors(std::get<2>(r), "torch.linalg.lu_factor_ex", A.dim() == 2);
+  return r;
 }
 std::tuple<Tensor&, Tensor&, Tensor&> lu_factor_ex_out_tpu(const Tensor& A, bool pivot,
                                                            bool check_errors, Tensor& LU,
@@ -798,8 +838,8 @@ std::tuple<Tensor&, Tensor&, Tensor&, Tensor&> linalg_slogdet_out_tpu(const Tens
 
 std::tuple<Tensor, Tensor> linalg_inv_ex_tpu(const Tensor& A, bool check_errors) {
   CheckSquare("linalg.inv", A, "A", true);
-  (void)check_errors;
   auto [LU, piv, info] = LuFactor(A);
+  if (check_errors) at::_linalg_check_errors(info, "linalg.inv_ex", A.dim() == 2);
   Tensor eye = at::eye(A.size(-1), TpuOptions(A.scalar_type())).expand(A.sizes());
   return {LuSolve(LU, piv, eye, true, false), info};
 }
@@ -820,7 +860,6 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_solve_ex_tpu(const Tensor& A, 
   TORCH_CHECK(A.scalar_type() == B.scalar_type(), "linalg.solve: Expected A and B to have the "
               "same dtype, but found A of type ", A.scalar_type(), " and B of type ",
               B.scalar_type(), " instead");
-  (void)check_errors;
   // B is a batch of vectors when it has one dimension less than A (and
   // its shape matches A's batch and size) or is 1-d.
   const bool vector_case = B.dim() == 1 || (left && B.dim() == A.dim() - 1 &&
@@ -831,6 +870,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_solve_ex_tpu(const Tensor& A, 
               "and B for the equation ", left ? "AX = B" : "XA = B", " (", A.size(-2), "x",
               A.size(-1), " and ", b.size(-2), "x", b.size(-1), ")");
   auto [LU, piv, info] = LuFactor(A);
+  if (check_errors) at::_linalg_check_errors(info, "torch.linalg.solve_ex", A.dim() == 2);
   Tensor x = LuSolve(LU, piv, b, left, false);
   if (vector_case) x = x.squeeze(left ? -1 : -2);
   return {x, LU, piv, info};
@@ -1100,8 +1140,9 @@ std::tuple<Tensor, Tensor> Cholesky(const Tensor& A, bool upper) {
 }
 std::tuple<Tensor, Tensor> cholesky_ex_tpu(const Tensor& A, bool upper, bool check_errors) {
   CheckSquare("linalg.cholesky", A, "A", true);
-  (void)check_errors;
-  return Cholesky(A, upper);
+  auto r = Cholesky(A, upper);
+  if (check_errors) at::_linalg_check_errors(std::get<1>(r), "linalg.cholesky_ex", A.dim() == 2);
+  return r;
 }
 std::tuple<Tensor&, Tensor&> cholesky_ex_out_tpu(const Tensor& A, bool upper, bool check_errors,
                                                  Tensor& L, Tensor& info) {

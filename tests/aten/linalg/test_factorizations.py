@@ -259,3 +259,27 @@ def test_conjugate_views_reach_kernels_as_their_values():
                  torch.linalg.solve_triangular(z.triu(), z.mH, upper=True))
     x = torch.randn(5)
     assert_close(torch.add(x.to("tpu")._neg_view(), 1).cpu(), -x + 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex128])
+def test_info_names_the_first_failing_minor_and_check_errors_raises(dtype):
+    # XLA leaves a failed Cholesky factor all NaN; info is still LAPACK's:
+    # the order of the first leading minor that is not positive-definite
+    a = torch.eye(4, dtype=dtype).repeat(4, 1, 1)
+    a[1, 2, 2] = 0
+    a[2, 0:2, 0:2] = torch.tensor([[1.0, 2.0], [2.0, 1.0]])  # second minor negative
+    a[3, 3, 3] = -1
+    for upper in (False, True):
+        got = torch.linalg.cholesky_ex(a.to(TPU), upper=upper).info.cpu()
+        assert got.tolist() == torch.linalg.cholesky_ex(a, upper=upper).info.tolist() == [0, 3, 2, 4]
+    with pytest.raises(torch.linalg.LinAlgError, match=r"\(Batch element 1\): The factorization"):
+        torch.linalg.cholesky_ex(a.to(TPU), check_errors=True)
+    s = torch.eye(3, dtype=dtype)
+    s[-1, -1] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match="diagonal element 3 is zero"):
+        torch.linalg.inv_ex(s.to(TPU), check_errors=True)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.solve_ex(s.to(TPU), torch.ones(3, dtype=dtype, device=TPU), check_errors=True)
+    with pytest.raises(RuntimeError, match=r"U\[3,3\] is zero"):  # CPU's error
+        torch.linalg.lu_factor_ex(s.to(TPU), check_errors=True)
+    assert torch.linalg.inv_ex(s.to(TPU)).info.item() == 3

@@ -113,9 +113,10 @@ lazy::StorageSlot* SlotOf(const at::Tensor& t) {
 void CheckTpu(const char* op, const at::Tensor& t, const char* arg) {
   if (t.device().type() == c10::DeviceType::PrivateUse1) return;
   if (t.device().is_cpu() && t.dim() == 0) return;
-  TORCH_CHECK(false, op, ": expected all tensors to be on the same device, but found at "
-              "least two devices, tpu:0 and ", t.device(), "! (argument '", arg,
-              "'; move it with .to('tpu'))");
+  // PyTorch's own wording (tests and users match it), then the op and the fix.
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
+              "devices, tpu:0 and ", t.device(), "! (when checking argument for argument ", arg,
+              " in method ", op, "; move it with .to('tpu'))");
 }
 
 lazy::Operand ScalarOperand(const c10::Scalar& s, at::ScalarType dtype) {

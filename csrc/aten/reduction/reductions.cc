@@ -386,8 +386,20 @@ void VectorNormInto(const char* op, const Tensor& self_in, double ord, at::Optio
                     bool keepdim, at::ScalarType rt, const Tensor* out, Tensor* result) {
   const Tensor self = self_in.is_complex() ? ComplexToReal("abs", self_in) : self_in;
   ReduceMeta m = MetaFor(self, dim, keepdim);
-  if (self.numel() == 0)
-    TORCH_CHECK(ord >= 0 && !std::isinf(ord), op, ": Expected a non-empty tensor for ord ", ord);
+  if (self.numel() == 0 && (ord < 0 || std::isinf(ord))) {
+    // No identity for these norms: an empty reduced dimension is an error
+    // (CPU's words, the missing space included).
+    auto ord_str = [&] { return std::isinf(ord) ? std::string(ord > 0 ? "inf" : "-inf") : c10::str(ord); };
+    if (!dim.has_value() || dim->empty())
+      TORCH_CHECK(false, "linalg.vector_norm cannot compute the ", ord_str(),
+                  " norm on an empty tensor because the operation does not have an identity");
+    for (int64_t d : *dim) {
+      const int64_t w = c10::maybe_wrap_dim(d, self.dim());
+      TORCH_CHECK(self.size(w) != 0, "linalg.vector_norm cannot compute the ", ord_str(),
+                  " norm on the dimension ", w, "because this dimension is empty and the operation "
+                  "does not have an identity");
+    }
+  }
   lazy::Attrs a{{static_cast<int64_t>(ToIr(OpMathType(rt)))}, {ord}, {}};
   a.ints.insert(a.ints.end(), m.dims.begin(), m.dims.end());
   if (out) {

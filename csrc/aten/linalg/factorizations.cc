@@ -10,6 +10,18 @@
 // matrix at each step.
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/linalg_eig.h>
+#include <ATen/ops/_linalg_eigvals.h>
+#include <ATen/ops/linalg_eigvals.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/ceil.h>
+#include <ATen/ops/log2.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/isfinite.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/neg.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/conj_physical.h>
 #include <ATen/ops/real.h>
@@ -1225,6 +1237,92 @@ std::tuple<Tensor&, Tensor&> triangular_solve_out_tpu(const Tensor& b, const Ten
   return {X, M};
 }
 
+// ---- eig: on the host, as CUDA does ----
+// A general (non-symmetric) eigendecomposition has no StableHLO lowering
+// here; PyTorch's CUDA backend also computes it on the CPU (MAGMA's geev
+// takes host memory): the input is copied to the host, LAPACK runs, and the
+// results come back. This waits for the device.
+
+std::tuple<Tensor, Tensor> linalg_eig_tpu(const Tensor& A) {
+  CheckTpu("linalg.eig", A, "input");
+  auto [w, v] = at::linalg_eig(A.cpu());
+  return {w.to(A.device()), v.to(A.device())};
+}
+std::tuple<Tensor&, Tensor&> linalg_eig_out_tpu(const Tensor& A, Tensor& w, Tensor& v) {
+  CheckTpu("linalg.eig", A, "input");
+  CheckTpu("linalg.eig", w, "eigenvalues");
+  CheckTpu("linalg.eig", v, "eigenvectors");
+  // CPU's out= checks (dtypes) on host stand-ins of the same dtypes.
+  Tensor wc = at::empty({0}, w.options().device(at::kCPU));
+  Tensor vc = at::empty({0}, v.options().device(at::kCPU));
+  at::linalg_eig_out(wc, vc, A.cpu());
+  PrepareOut("linalg_eig", w, wc.sizes(), w.scalar_type());
+  PrepareOut("linalg_eig", v, vc.sizes(), v.scalar_type());
+  w.copy_(wc);
+  v.copy_(vc);
+  return {w, v};
+}
+Tensor linalg_eigvals_tpu(const Tensor& A) {
+  CheckTpu("linalg.eigvals", A, "input");
+  return at::_linalg_eigvals(A.cpu()).to(A.device());
+}
+Tensor& linalg_eigvals_out_tpu(const Tensor& A, Tensor& out) {
+  CheckTpu("linalg.eigvals", A, "input");
+  CheckTpu("linalg.eigvals", out, "out");
+  Tensor oc = at::empty({0}, out.options().device(at::kCPU));
+  at::linalg_eigvals_out(oc, A.cpu());
+  PrepareOut("linalg_eigvals", out, oc.sizes(), out.scalar_type());
+  return out.copy_(oc);
+}
+
+// ---- matrix_exp: scaling and squaring with the degree-13 Pade
+// approximant (Higham 2005) ----
+// Each matrix is scaled by 2^-s, where s is the least integer >= 0 with
+// ||A||_1 / 2^s <= theta_13, the approximant r(A) = (V - U)^-1 (V + U)
+// taken, and squared s times (matrices with a smaller s stop squaring
+// earlier). One wait for the device: the largest s of the batch.
+
+Tensor linalg_matrix_exp_tpu(const Tensor& A) {
+  CheckSquare("linalg.matrix_exp", A, "A", /*complex_ok=*/true);
+  const int64_t n = A.size(-1);
+  if (A.numel() == 0) return at::empty_like(A, at::MemoryFormat::Contiguous);
+  if (n == 1) return at::exp(A);
+  const auto rdt = c10::toRealValueType(A.scalar_type());
+  constexpr double kTheta13 = 5.371920351148152;
+  static constexpr double b[] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+                                 1187353796428800.0,  129060195264000.0,   10559470521600.0,
+                                 670442572800.0,      33522128640.0,       1323241920.0,
+                                 40840800.0,          960960.0,            16380.0,
+                                 182.0,               1.0};
+  Tensor norm1 = at::amax(at::sum(at::abs(A), -2), -1);  // (...,) the 1-norm
+  Tensor s = at::clamp_min(at::ceil(at::log2(at::div(norm1, kTheta13))), 0);
+  s = at::where(at::isfinite(s), s, at::zeros({}, s.options()));  // a zero matrix: log2(0)
+  Tensor scale = at::pow(2.0, at::neg(s)).to(A.scalar_type()).unsqueeze(-1).unsqueeze(-1);
+  Tensor X = at::mul(A, scale);
+  Tensor I = at::eye(n, A.options());
+  Tensor X2 = at::matmul(X, X), X4 = at::matmul(X2, X2), X6 = at::matmul(X4, X2);
+  auto comb = [&](double c6, double c4, double c2) {
+    return at::add(at::add(at::mul(X6, c6), at::mul(X4, c4)), at::mul(X2, c2));
+  };
+  Tensor U = at::matmul(X, at::add(at::matmul(X6, comb(b[13], b[11], b[9])),
+                                   at::add(comb(b[7], b[5], b[3]), at::mul(I, b[1]))));
+  Tensor V = at::add(at::matmul(X6, comb(b[12], b[10], b[8])), at::add(comb(b[6], b[4], b[2]), at::mul(I, b[0])));
+  Tensor R = std::get<0>(linalg_solve_ex_tpu(at::sub(V, U), at::add(V, U), true, false));
+  // A NaN or infinite norm leaves s at 0: the result is then NaN, as on CPU.
+  const int64_t smax = s.numel() ? static_cast<int64_t>(at::max(s).item<double>()) : 0;
+  for (int64_t i = 0; i < smax; ++i) {
+    Tensor more = at::gt(s, static_cast<double>(i)).unsqueeze(-1).unsqueeze(-1);
+    R = at::where(more, at::matmul(R, R), R);
+  }
+  (void)rdt;
+  return R;
+}
+Tensor& linalg_matrix_exp_out_tpu(const Tensor& A, Tensor& out) {
+  Tensor r = linalg_matrix_exp_tpu(A);
+  PrepareOut("linalg_matrix_exp", out, r.sizes(), r.scalar_type());
+  return out.copy_(r);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -1269,6 +1367,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_linalg_eigh", TORCH_FN(linalg_eigh_tpu));
   m.impl("_linalg_eigh.eigenvalues", TORCH_FN(linalg_eigh_out_tpu));
   m.impl("_linalg_svd.U", TORCH_FN(linalg_svd_out_tpu));
+  m.impl("linalg_eig", TORCH_FN(linalg_eig_tpu));
+  m.impl("linalg_eig.out", TORCH_FN(linalg_eig_out_tpu));
+  m.impl("_linalg_eigvals", TORCH_FN(linalg_eigvals_tpu));
+  m.impl("linalg_eigvals.out", TORCH_FN(linalg_eigvals_out_tpu));
+  m.impl("linalg_matrix_exp", TORCH_FN(linalg_matrix_exp_tpu));
+  m.impl("linalg_matrix_exp.out", TORCH_FN(linalg_matrix_exp_out_tpu));
 }
 
 }  // namespace tpu::ops

@@ -283,3 +283,37 @@ def test_info_names_the_first_failing_minor_and_check_errors_raises(dtype):
     with pytest.raises(RuntimeError, match=r"U\[3,3\] is zero"):  # CPU's error
         torch.linalg.lu_factor_ex(s.to(TPU), check_errors=True)
     assert torch.linalg.inv_ex(s.to(TPU)).info.item() == 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_matrix_exp_matches_cpu_over_scales(dtype, highest_matmul_precision):
+    # scaling and squaring: each matrix of a batch squares its own number of
+    # times (a tiny and a large matrix side by side)
+    tol = dict(rtol=5e-5, atol=1e-5) if dtype in (torch.float32, torch.complex64) else dict(rtol=1e-12, atol=1e-13)
+    for scale in (0.001, 0.5, 6.0):
+        a = torch.randn(3, 5, 5, dtype=dtype) * scale
+        a[1] *= 1e-3
+        a[2] *= 2
+        assert_close(torch.linalg.matrix_exp(a.to(TPU)).cpu(), torch.linalg.matrix_exp(a), **tol)
+    assert_close(torch.linalg.matrix_exp(torch.zeros(2, 3, 3, dtype=dtype, device=TPU)).cpu(),
+                 torch.eye(3, dtype=dtype).expand(2, 3, 3))
+    if dtype == torch.float64:
+        compare_grad(torch.linalg.matrix_exp, torch.randn(4, 4, dtype=dtype), atol=1e-8, rtol=1e-8)
+
+
+def test_eig_and_eigvals_match_cpu_with_its_errors():
+    a = torch.randn(2, 5, 5, dtype=torch.float64)
+    w, v = torch.linalg.eig(a.to(TPU))
+    assert w.device.type == "tpu" and w.dtype == torch.complex128
+    assert_close((v @ torch.diag_embed(w) @ torch.linalg.inv(v)).cpu(), a.to(torch.complex128))
+    assert_close(torch.linalg.eigvals(a.to(TPU)).cpu(), torch.linalg.eigvals(a))
+    wo = torch.empty(0, dtype=torch.complex128, device=TPU)
+    vo = torch.empty(0, dtype=torch.complex128, device=TPU)
+    torch.linalg.eig(a.to(TPU), out=(wo, vo))
+    assert_close(wo.cpu(), w.cpu())
+    with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
+        torch.linalg.eig(torch.tensor([[1.0, float("nan")], [0.0, 1.0]], device=TPU))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.linalg.eigvals(torch.ones(3, device=TPU))
+    with pytest.raises(RuntimeError, match="Expected eigenvalues to be safely castable"):
+        torch.linalg.eig(a.to(TPU), out=(torch.empty(0, dtype=torch.float64, device=TPU), vo))

@@ -1207,6 +1207,36 @@ def test_weight_int8pack_mm(dtype, highest_matmul_precision):
         torch._weight_int8pack_mm(a.to("tpu"), b.float().to("tpu"), scales.to("tpu"))
 
 
+@pytest.mark.parametrize("inner_k_tiles", [2, 8])
+@pytest.mark.parametrize("q_group", [32, 128])
+def test_weight_int4pack_mm_against_the_dequantized_weight(inner_k_tiles, q_group, highest_matmul_precision):
+    # torchao / gpt-fast weight-only int4: uint8 [N, K/2] (even k in the high
+    # nibble) packed to CUDA's int32 shape, then (q - 8) * scale + zero per group
+    from torch.testing._internal.common_quantization import _group_quantize_tensor
+
+    n, k = 48, 256
+    w = torch.rand(k, n, dtype=torch.bfloat16)
+    # on a device other than CPU the helper returns the uint8 form
+    w_u8, sz = _group_quantize_tensor(w.to("tpu"), n_bit=4, q_group_size=q_group)
+    assert w_u8.dtype == torch.uint8 and w_u8.shape == (n, k // 2)
+    packed = torch._convert_weight_to_int4pack(w_u8, inner_k_tiles)
+    w_u8, sz = w_u8.cpu(), sz.cpu()
+    assert packed.dtype == torch.int32
+    assert packed.shape == (n // 8, k // (inner_k_tiles * 16), 32, inner_k_tiles // 2)
+    q = torch.stack([w_u8 >> 4, w_u8 & 15], -1).reshape(n, k).float()
+    s = sz.float().repeat_interleave(q_group, 0)
+    w_deq = ((q.t() - 8) * s[..., 0] + s[..., 1])  # [k, n]
+    a = torch.rand(5, k, dtype=torch.bfloat16)
+    got = torch._weight_int4pack_mm(a.to("tpu"), packed, q_group, sz.to("tpu")).cpu()
+    assert got.dtype == torch.bfloat16 and got.shape == (5, n)
+    torch.testing.assert_close(got, (a.float() @ w_deq).bfloat16(), rtol=1e-2, atol=1e-2)
+    assert ((got.float() - a.float() @ w.float()).abs() / (a.float() @ w.float())).mean() < 0.05
+    with pytest.raises(RuntimeError, match="innerKTiles need to be 2, 4, or 8"):
+        torch._convert_weight_to_int4pack(w_u8.to("tpu"), 3)
+    with pytest.raises(RuntimeError, match="qGroupSize need to be 32, 64, 128 or 256"):
+        torch._weight_int4pack_mm(a.to("tpu"), packed, 48, sz.to("tpu"))
+
+
 def test_addr_and_cholesky_argument_checks_as_cpu():
     m = torch.ones(2, 2, dtype=torch.int16, device="tpu")
     v = torch.ones(2, dtype=torch.int16, device="tpu")

@@ -8,6 +8,17 @@
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/bitwise_and.h>
+#include <ATen/ops/bitwise_or.h>
+#include <ATen/ops/bitwise_right_shift.h>
+#include <ATen/ops/bitwise_left_shift.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/relu.h>
 #include <torch/library.h>
 
@@ -275,6 +286,69 @@ Tensor weight_int8pack_mm(const Tensor& A, const Tensor& B, const Tensor& scales
   return c.to(A.scalar_type());
 }
 
+// Weight-only int4 linear (the gpt-fast / torchao format): the weight
+// arrives as uint8 [N, K/2] (two 4-bit values a byte, the even k in the
+// high nibble) and is packed into int32 of the shape PyTorch's CUDA backend
+// gives, [N/8, K/(innerKTiles*16), 32, innerKTiles/2], holding eight 4-bit
+// values each. The order inside is tpu's own (row n's k values in order,
+// the first in the low bits), not CUDA's mma tiles: a packed weight goes to
+// _weight_int4pack_mm on the device that packed it, as on CUDA.
+Tensor convert_weight_to_int4pack(const Tensor& w, int64_t inner_k_tiles) {
+  const char* op = "_convert_weight_to_int4pack";
+  CheckTpu(op, w, "self");
+  TORCH_CHECK(w.dim() == 2, op, " : expect weight to be 2D tensor.");
+  TORCH_CHECK(w.scalar_type() == at::kByte, op, " : expect weight to be kByte.");
+  TORCH_CHECK(inner_k_tiles == 2 || inner_k_tiles == 4 || inner_k_tiles == 8, op,
+              " : innerKTiles need to be 2, 4, or 8, got ", inner_k_tiles);
+  const int64_t N = w.size(0), K = w.size(1) * 2;
+  TORCH_CHECK(N % 8 == 0 && K % (inner_k_tiles * 16) == 0, op, ": tpu packs weights whose N is a "
+              "multiple of 8 and K a multiple of innerKTiles * 16; got N = ", N, ", K = ", K,
+              " (pad the weight)");
+  Tensor b = w.to(at::kLong);
+  Tensor q = at::stack({at::bitwise_and(at::bitwise_right_shift(b, 4), 15), at::bitwise_and(b, 15)}, -1)
+                 .reshape({N, K / 8, 8});
+  Tensor packed = at::zeros({N, K / 8}, w.options().dtype(at::kLong));
+  for (int64_t i = 0; i < 8; ++i)
+    packed = at::bitwise_or(packed, at::bitwise_left_shift(q.select(-1, i), 4 * i));
+  // Values of 2^31 and up wrap to the negative int32 with the same bits.
+  packed = at::where(at::ge(packed, int64_t{1} << 31), at::sub(packed, int64_t{1} << 32), packed);
+  return packed.to(at::kInt).reshape({N / 8, K / (inner_k_tiles * 16), 32, inner_k_tiles / 2});
+}
+
+Tensor weight_int4pack_mm(const Tensor& A, const Tensor& B, int64_t q_group,
+                          const Tensor& scales_and_zeros) {
+  const char* op = "_weight_int4pack_mm";
+  CheckTpu(op, A, "self");
+  CheckTpu(op, B, "mat2");
+  CheckTpu(op, scales_and_zeros, "qScaleAndZeros");
+  TORCH_CHECK(A.scalar_type() == at::kBFloat16 || A.scalar_type() == at::kHalf ||
+                  A.scalar_type() == at::kFloat,
+              op, " : expect A to be either 32-bit or 16-bit float tensor.");
+  TORCH_CHECK(A.dim() == 2, op, " : expect A to be 2D tensor.");
+  TORCH_CHECK(B.scalar_type() == at::kInt, op, " : expect B to be int32 tensor.");
+  TORCH_CHECK(B.dim() == 4, op, " : expect B to 4d tensor.");
+  TORCH_CHECK(q_group == 32 || q_group == 64 || q_group == 128 || q_group == 256, op,
+              ": qGroupSize need to be 32, 64, 128 or 256, got ", q_group);
+  const int64_t M = A.size(0), K = A.size(1), N = B.size(0) * 8;
+  TORCH_CHECK(B.numel() * 8 == N * K, op, ": mat2 packs ", B.numel() * 8 / N,
+              " values per output column, but self has K = ", K);
+  TORCH_CHECK(K % q_group == 0, op, ": K = ", K, " is not a multiple of qGroupSize ", q_group);
+  TORCH_CHECK(scales_and_zeros.dim() == 3 && scales_and_zeros.size(0) == K / q_group &&
+                  scales_and_zeros.size(1) == N && scales_and_zeros.size(2) == 2,
+              op, ": expect qScaleAndZeros to be 3d tensor with sizes [", K / q_group, ", ", N,
+              ", 2]");
+  Tensor packed = B.reshape({N, K / 8}).to(at::kLong);
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < 8; ++i)
+    parts.push_back(at::bitwise_and(at::bitwise_right_shift(packed, 4 * i), 15));
+  Tensor q = at::stack(parts, -1).reshape({N, K}).t().to(at::kFloat);  // [K, N]
+  Tensor sz = scales_and_zeros.to(at::kFloat).repeat_interleave(q_group, 0);  // [K, N, 2]
+  // As CUDA's kernel: (q - 8) * scale + zero, accumulated in float32.
+  Tensor W = at::add(at::mul(at::sub(q, 8), sz.select(-1, 0)), sz.select(-1, 1));
+  (void)M;
+  return at::mm(A.to(at::kFloat), W).to(A.scalar_type());
+}
+
 // addr: ATen's composite (beta * self + alpha * outer), after CPU's checks
 // of the scalars against the result dtype.
 void CheckAddrScalars(const Tensor& self, const Tensor& v1, const Tensor& v2,
@@ -306,6 +380,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_addmm_activation", TORCH_FN(addmm_activation));
   m.impl("_addmm_activation.out", TORCH_FN(addmm_activation_out));
   m.impl("_weight_int8pack_mm", TORCH_FN(weight_int8pack_mm));
+  m.impl("_convert_weight_to_int4pack", TORCH_FN(convert_weight_to_int4pack));
+  m.impl("_weight_int4pack_mm", TORCH_FN(weight_int4pack_mm));
   m.impl("dot", TORCH_FN(dot));
   m.impl("addmv", TORCH_FN(addmv));
   m.impl("addmv_", TORCH_FN(addmv_));

@@ -10,6 +10,7 @@
 // matrix at each step.
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/linalg_lstsq.h>
 #include <ATen/ops/linalg_eig.h>
 #include <ATen/ops/_linalg_eigvals.h>
 #include <ATen/ops/linalg_eigvals.h>
@@ -1102,6 +1103,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_tpu(const Tensor& A, con
               "other.size(-2)");
   const int64_t m = A.size(-2), n = A.size(-1);
   const auto dt = A.scalar_type();
+  if (A.numel() == 0) {
+    // Empty matrices or batches: what each driver returns then (zeros,
+    // empty or ||b||^2 residuals) is CPU's; no factorization runs.
+    auto [x, r, k, sv] = at::linalg_lstsq(A.cpu(), B.cpu(), rcond, driver);
+    return {x.to(A.device()), r.to(A.device()), k.to(A.device()), sv.to(A.device())};
+  }
   auto [U, S, Vh] = linalg_svd_tpu(A, false, true, std::nullopt);
   const double eps = c10::toRealValueType(dt) == at::kDouble ? std::numeric_limits<double>::epsilon()
                                        : std::numeric_limits<float>::epsilon();

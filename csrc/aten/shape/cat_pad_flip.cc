@@ -73,10 +73,26 @@ CatPlan PlanCat(const at::ITensorListRef& tensors, int64_t dim) {
   return p;
 }
 
+// The layout of cat's result, as CPU's: the inputs' common suggested memory
+// format (channels-last in, channels-last out), else contiguous. Legacy
+// empty 1-d inputs do not vote.
+at::MemoryFormat CatMemoryFormat(const at::ITensorListRef& tensors) {
+  std::optional<at::MemoryFormat> fmt;
+  for (const Tensor& t : tensors) {
+    if (t.dim() == 1 && t.numel() == 0) continue;
+    const at::MemoryFormat f = t.suggest_memory_format();
+    if (fmt.has_value() && *fmt != f) return at::MemoryFormat::Contiguous;
+    fmt = f;
+  }
+  return fmt.value_or(at::MemoryFormat::Contiguous);
+}
+
 Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   CatPlan p = PlanCat(tensors, dim);
   if (p.inputs.empty()) return EmptyTpu(p.sizes, p.dtype);
-  return Run1(kCat, {{p.dim}, {}, {}}, p.inputs, TypeOf(p.sizes, p.dtype));
+  Tensor r = Run1(kCat, {{p.dim}, {}, {}}, p.inputs, TypeOf(p.sizes, p.dtype));
+  const at::MemoryFormat fmt = CatMemoryFormat(tensors);
+  return fmt == at::MemoryFormat::Contiguous ? r : r.contiguous(fmt);
 }
 Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, Tensor& out) {
   CatPlan p = PlanCat(tensors, dim);

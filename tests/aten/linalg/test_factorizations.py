@@ -317,3 +317,16 @@ def test_eig_and_eigvals_match_cpu_with_its_errors():
         torch.linalg.eigvals(torch.ones(3, device=TPU))
     with pytest.raises(RuntimeError, match="Expected eigenvalues to be safely castable"):
         torch.linalg.eig(a.to(TPU), out=(torch.empty(0, dtype=torch.float64, device=TPU), vo))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_lstsq_of_empty_matrices_and_batches_as_cpu(dtype):
+    for sa, sb in [((0, 0, 3, 3), (0, 0, 3, 2)), ((2, 2, 0, 0), (2, 2, 0, 0)),
+                   ((2, 2, 3, 0), (2, 2, 3, 0)), ((2, 2, 3, 0), (2, 2, 3, 2))]:
+        a, b = torch.rand(*sa, dtype=dtype), torch.rand(*sb, dtype=dtype)
+        for driver in ("gelsy", "gelsd"):
+            want = torch.linalg.lstsq(a, b, driver=driver)
+            got = torch.linalg.lstsq(a.to(TPU), b.to(TPU), driver=driver)
+            for w, g in zip(want, got):
+                assert g.device.type == "tpu" and g.shape == w.shape and g.dtype == w.dtype
+                assert torch.equal(g.cpu(), w)

@@ -234,3 +234,19 @@ def test_cat_out_dtype_rules_as_cpu():
     for dtype in (torch.uint8, torch.int32):
         with pytest.raises(TypeError, match="input types can't be cast to the desired output type"):
             torch.cat([a.to("tpu"), b.to("tpu")], out=torch.empty(5, dtype=dtype, device="tpu"))
+
+
+def test_cat_result_keeps_the_inputs_common_memory_format():
+    # as CPU: channels-last inputs give a channels-last result; mixed
+    # layouts give a contiguous one; legacy empty 1-d inputs do not vote
+    a = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    b = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    for dim in (0, 1, 3):
+        want = torch.cat([a, b], dim)
+        got = torch.cat([a.to("tpu"), b.to("tpu")], dim)
+        assert got.stride() == want.stride(), (dim, got.stride(), want.stride())
+        torch.testing.assert_close(got.cpu(), want)
+    mixed = torch.cat([a.to("tpu"), b.contiguous().to("tpu")], 1)
+    assert mixed.is_contiguous() and torch.cat([a, b.contiguous()], 1).is_contiguous()
+    legacy = torch.cat([torch.empty(0, device="tpu"), a.to("tpu")], 0)
+    assert legacy.is_contiguous(memory_format=torch.channels_last)

@@ -1083,9 +1083,9 @@ def test_cpu_non_scalar_with_tpu_raises():
 
 
 @pytest.mark.parametrize("call,opname", [
-    (lambda x: torch.linalg.eig(x), "aten::linalg_eig"),
-    (lambda x: torch.linalg.matrix_exp(x), "aten::linalg_matrix_exp"),
-], ids=["linalg_eig", "matrix_exp"])
+    (lambda x: torch.linalg.ldl_factor(x + x.mT), "aten::linalg_ldl_factor_ex"),
+    (lambda x: torch.histogramdd(x, bins=3), "aten::_histogramdd_bin_edges"),
+], ids=["ldl_factor", "histogramdd"])
 def test_unsupported_op_raises_not_implemented(call, opname):
     x = torch.randn(4, 4).to(TPU)
     with pytest.raises(NotImplementedError) as info:

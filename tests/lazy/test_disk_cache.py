@@ -205,6 +205,7 @@ x = torch.linspace(-3, 3, 77).reshape(7, 11)
 xt = x.to("tpu")
 for _ in range(150):
     y = torch.sigmoid(xt) * 2
+    torch_tpu.synchronize()  # the same program(s) each time, in every mode
 torch.testing.assert_close(y.cpu(), torch.sigmoid(x) * 2)
 s = torch.tpu._get_cache_stats()
 print(json.dumps({"tier_ups": s["tier_ups"], "compiles": s["compiles"], "disk_hits": s["disk_hits"]}))
@@ -219,7 +220,7 @@ def test_a_hot_quick_program_is_stored_optimized_for_the_next_start(tmp_path):
         return json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
 
     cold = go()
-    assert cold["tier_ups"] >= 2  # sigmoid and the multiplication
+    assert cold["tier_ups"] >= 1  # sigmoid and the multiplication (one program in Fused Eager)
     warm = go()
     # The next process loads the optimized builds and has nothing to recompile.
     assert warm["compiles"] == 0 and warm["tier_ups"] == 0

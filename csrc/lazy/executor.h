@@ -70,7 +70,7 @@ struct CacheStats {
   // on demand or ahead of use (prefetched: those loaded ahead, at start-up);
   // disk_refused: stored executables the plugin did not load (set aside);
   // tier_ups: quickly compiled programs recompiled fully once they ran often
-  // (GetExecutable).
+  // (GetExecutable; not in `compiles`, their time is in compile_seconds).
   int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0,
           disk_refused = 0, evicted = 0, tier_ups = 0;
   int64_t cached = 0;  // executables held in memory now

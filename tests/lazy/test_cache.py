@@ -138,7 +138,7 @@ def test_a_quick_program_run_often_is_recompiled_fully_once():
     torch.testing.assert_close(y.cpu(), torch.tanh(x))
     s1 = torch.tpu._get_cache_stats()
     assert s1["tier_ups"] == s0["tier_ups"] + 1
-    assert s1["compiles"] == s0["compiles"] + 1
+    assert s1["compiles"] == s0["compiles"]  # a tier-up is counted on its own
     for _ in range(120):
         y = torch.tanh(xt)
         torch_tpu.synchronize()

@@ -111,7 +111,7 @@ Value Eye(Builder& b, const ir::Dims& d, DType ft) {
 // The conjugate transpose of (B, r, c).
 Value Adjoint(Builder& b, Value x) { return Conj(b, ir::Transpose(b, x, {0, 2, 1})); }
 // conj(g) / |g|, the unit phase that makes g real (1 where `skip`), for
-// g of a complex pair rotation; nullopt-like empty on real values.
+// g of a complex pair rotation (complex values only).
 Value Phase(Builder& b, Value g, Value absg, Value skip) {
   const DType ft = b.type(g).dtype;
   Value safe = ir::Select(b, skip, C(b, 1, absg), absg);
@@ -1294,7 +1294,6 @@ Tensor linalg_matrix_exp_tpu(const Tensor& A) {
   const int64_t n = A.size(-1);
   if (A.numel() == 0) return at::empty_like(A, at::MemoryFormat::Contiguous);
   if (n == 1) return at::exp(A);
-  const auto rdt = c10::toRealValueType(A.scalar_type());
   constexpr double kTheta13 = 5.371920351148152;
   static constexpr double b[] = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
                                  1187353796428800.0,  129060195264000.0,   10559470521600.0,
@@ -1321,7 +1320,6 @@ Tensor linalg_matrix_exp_tpu(const Tensor& A) {
     Tensor more = at::gt(s, static_cast<double>(i)).unsqueeze(-1).unsqueeze(-1);
     R = at::where(more, at::matmul(R, R), R);
   }
-  (void)rdt;
   return R;
 }
 Tensor& linalg_matrix_exp_out_tpu(const Tensor& A, Tensor& out) {

@@ -329,7 +329,7 @@ Tensor weight_int4pack_mm(const Tensor& A, const Tensor& B, int64_t q_group,
   TORCH_CHECK(B.dim() == 4, op, " : expect B to 4d tensor.");
   TORCH_CHECK(q_group == 32 || q_group == 64 || q_group == 128 || q_group == 256, op,
               ": qGroupSize need to be 32, 64, 128 or 256, got ", q_group);
-  const int64_t M = A.size(0), K = A.size(1), N = B.size(0) * 8;
+  const int64_t K = A.size(1), N = B.size(0) * 8;
   TORCH_CHECK(B.numel() * 8 == N * K, op, ": mat2 packs ", B.numel() * 8 / N,
               " values per output column, but self has K = ", K);
   TORCH_CHECK(K % q_group == 0, op, ": K = ", K, " is not a multiple of qGroupSize ", q_group);
@@ -345,7 +345,6 @@ Tensor weight_int4pack_mm(const Tensor& A, const Tensor& B, int64_t q_group,
   Tensor sz = scales_and_zeros.to(at::kFloat).repeat_interleave(q_group, 0);  // [K, N, 2]
   // As CUDA's kernel: (q - 8) * scale + zero, accumulated in float32.
   Tensor W = at::add(at::mul(at::sub(q, 8), sz.select(-1, 0)), sz.select(-1, 1));
-  (void)M;
   return at::mm(A.to(at::kFloat), W).to(A.scalar_type());
 }
 

@@ -8,6 +8,7 @@
 #include "device/fallback.h"
 #include "device/allocator.h"
 #include "device/generator.h"
+#include "lazy/cache_limits.h"
 #include "lazy/executor.h"
 #include "lazy/modes.h"
 #include "aten/tensor_bridge.h"
@@ -285,6 +286,8 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     lazy::Executor::Get().ClearCache();
   });
+  m.def("_set_map_budget_for_testing", &lazy::SetMapBudgetForTesting);
+  m.def("_map_limit_for_testing", &lazy::MapLimitForTesting);
   m.def("_set_precision_override", &ops::SetPrecisionOverride);
   m.def("_get_precision_override", &ops::PrecisionOverride);
   m.def("_set_follow_torch_precision", &ops::SetFollowTorchPrecision);

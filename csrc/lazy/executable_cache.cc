@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "lazy/batch.h"
+#include "lazy/cache_limits.h"
 #include "lazy/modes.h"
 #include "lazy/runtime.h"
 #include "pjrt/pjrt.h"
@@ -86,12 +87,6 @@ static constexpr int64_t kTierUpRuns = 100;
 static std::string FullKey(const std::string& key) { return key + std::string("\0full", 5); }
 
 // Executables kept in memory at most (TORCH_TPU_EXECUTABLE_CACHE_SIZE).
-// Each loaded XLA CPU executable holds several memory mappings of JIT code
-// and an EH frame registration; an unbounded cache reached the kernel's
-// vm.max_map_count (65530) in a long test run, after which the JIT's
-// mapping failed half-way and left a registration over unmapped memory
-// that crashed the next C++ exception (issue 27). The least recently used
-// are dropped (and reloaded from disk or recompiled when asked for again).
 static size_t ExecutableCacheLimit() {
   static const size_t n = [] {
     const char* v = std::getenv("TORCH_TPU_EXECUTABLE_CACHE_SIZE");
@@ -101,20 +96,114 @@ static size_t ExecutableCacheLimit() {
   return n;
 }
 
-// Drops the least recently used eighth of the cache once it is over its
-// limit (callers holding an executable keep it alive until they are done).
-void Executor::EvictLocked() {
-  const size_t limit = ExecutableCacheLimit();
-  if (cache_.size() <= limit) return;
+// The cache is bounded by memory mappings too. Each loaded XLA CPU
+// executable holds memory mappings of its JIT code (about 5 with one
+// codegen module, 20-30 for a fused program split into XLA's default 32
+// modules) and EH frame registrations. Past the kernel's vm.max_map_count
+// (65530 by default) an mmap or mprotect in the JIT fails half-way, the
+// compile fails ("Failed to materialize symbols"), and the JIT's error path
+// leaves an EH frame registered over memory it unmapped: the next C++
+// exception anywhere in the process then crashed in the unwinder (issue
+// 27: Fused Eager, 2048 cached programs, after 18 of PyTorch's indexing
+// tests). So every kMapCheckEvery new executables the process's mappings
+// are counted; over half of vm.max_map_count, the cache's limit drops in
+// proportion until they are under it again, and is lifted when they fall
+// below a quarter.
+static constexpr int kMapCheckEvery = 16;
+static constexpr size_t kMinCachedUnderMapBudget = 64;
+static std::atomic<int> g_new_since_map_check{0};
+static std::atomic<size_t> g_map_limit{0};  // 0: none
+static std::atomic<bool> g_map_check_due{false};
+static std::atomic<int64_t> g_map_budget_override{0};
+
+static int64_t MapBudget() {
+  if (int64_t o = g_map_budget_override.load()) return o;
+  static const int64_t budget = [] {
+    int64_t max_maps = 65530;
+    std::ifstream f("/proc/sys/vm/max_map_count");
+    int64_t v = 0;
+    if (f >> v && v > 0) max_maps = v;
+    return max_maps / 2;
+  }();
+  return budget;
+}
+
+// The number of memory mappings of this process (lines of
+// /proc/self/maps), or -1 where there is no such file.
+static int64_t CountMappings() {
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return -1;
+  int64_t lines = 0;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    lines += std::count(buf, buf + n, '\n');
+  std::fclose(f);
+  return lines;
+}
+
+void SetMapBudgetForTesting(int64_t budget) {
+  g_map_budget_override.store(budget);
+  g_map_limit.store(0);
+  g_map_check_due.store(true);  // the next request checks
+}
+
+int64_t MapLimitForTesting() { return static_cast<int64_t>(g_map_limit.load()); }
+
+// Drops least recently used entries until at most `target` remain
+// (callers holding an executable keep it alive until they are done).
+template <class Cache>
+static void DropLeastRecentlyUsed(Cache& cache, size_t target, CacheStats& stats) {
+  if (cache.size() <= target) return;
   std::vector<std::pair<uint64_t, const std::string*>> uses;
-  uses.reserve(cache_.size());
-  for (auto& [key, entry] : cache_) uses.emplace_back(entry->last_use, &key);
-  const size_t drop = cache_.size() - limit + limit / 8;
+  uses.reserve(cache.size());
+  for (auto& [key, entry] : cache) uses.emplace_back(entry->last_use, &key);
+  const size_t drop = cache.size() - target;
   std::nth_element(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(drop - 1), uses.end());
   std::vector<std::string> keys;
   for (size_t i = 0; i < drop; ++i) keys.push_back(*uses[i].second);
-  for (const std::string& k : keys) cache_.erase(k);
-  stats_.evicted += static_cast<int64_t>(keys.size());
+  for (const std::string& k : keys) cache.erase(k);
+  stats.evicted += static_cast<int64_t>(keys.size());
+}
+
+// Applies the mapping budget to the cache, given the process's mappings.
+template <class Cache>
+static void ApplyMapBudget(Cache& cache, int64_t maps, CacheStats& stats) {
+  const int64_t budget = MapBudget();
+  if (maps > budget) {
+    // Mappings not held by executables are counted too; the floor keeps a
+    // working set cached even when they alone are over the budget.
+    const double keep = 0.75 * static_cast<double>(budget) / static_cast<double>(maps);
+    const size_t target = std::max(kMinCachedUnderMapBudget,
+                                   static_cast<size_t>(keep * static_cast<double>(cache.size())));
+    g_map_limit.store(target);
+    DropLeastRecentlyUsed(cache, target, stats);
+  } else if (maps < budget / 2) {
+    g_map_limit.store(0);
+  }
+}
+
+// The cache's limit now: its size limit, lowered by the mapping budget.
+static size_t EffectiveCacheLimit() {
+  const size_t m = g_map_limit.load();
+  return m ? std::min(ExecutableCacheLimit(), m) : ExecutableCacheLimit();
+}
+
+void Executor::EvictLocked() {
+  const size_t limit = EffectiveCacheLimit();
+  if (cache_.size() <= limit) return;
+  DropLeastRecentlyUsed(cache_, limit - limit / 8, stats_);
+}
+
+// The compiles listed in the stats: the most recent ones (a process that
+// runs for days compiles without end).
+static constexpr size_t kListedCompiles = 4096;
+
+static void NoteCompile(CacheStats& stats, const std::string& name, double secs) {
+  stats.compile_seconds += secs;
+  if (stats.entries.size() >= 2 * kListedCompiles)
+    stats.entries.erase(stats.entries.begin(), stats.entries.end() - kListedCompiles);
+  stats.entries.emplace_back(name, secs);
 }
 
 // Entries a manifest lists (the first programs a run asks for: its start-up).
@@ -123,7 +212,11 @@ static constexpr size_t kManifestEntries = 512;
 static constexpr size_t kPrefetchBytes = size_t{512} << 20;
 
 std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* hit) {
+  // Counted before the lock: reading the mappings takes a few milliseconds
+  // in a process that holds tens of thousands.
+  const int64_t maps = g_map_check_due.exchange(false) ? CountMappings() : -1;
   std::lock_guard<std::mutex> lock(mu_);
+  if (maps >= 0) ApplyMapBudget(cache_, maps, stats_);
   ++stats_.requests;
   auto it = cache_.find(key);
   if (it != cache_.end()) {
@@ -138,6 +231,10 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
     return it->second;
   }
   *hit = false;
+  if (g_new_since_map_check.fetch_add(1) + 1 >= kMapCheckEvery) {
+    g_new_since_map_check.store(0);
+    g_map_check_due.store(true);
+  }
   EvictLocked();
   auto e = std::make_shared<Entry>();
   e->last_use = ++use_clock_;
@@ -195,7 +292,7 @@ void Executor::Prefetch() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cache_.count(stored->key)) continue;  // already asked for
-      if (cache_.size() >= ExecutableCacheLimit()) return;  // never evict for a prefetch
+      if (cache_.size() >= EffectiveCacheLimit()) return;  // never evict for a prefetch
       entry = std::make_shared<Entry>();
       entry->requested = false;
       entry->last_use = ++use_clock_;
@@ -283,8 +380,25 @@ int64_t QuickCompileElements() {
   return n;
 }
 
+// XLA CPU splits a program's kernels into this many LLVM modules and
+// compiles them in parallel (xla_cpu_parallel_codegen_split_count, 32 by
+// default). Each module is linked into the process on its own, with its
+// own code, data and EH frame mappings: a fused program of a dozen kernels
+// held 23 mappings split, 5 in one module, and on this project's 2-core
+// machine compiled 25% faster in one (benchmarks/cold_ops.py). So the CPU
+// plugin gets one module per hardware thread pair, at most 8, and at least
+// one; XLA_FLAGS that set the option decide instead.
+static std::string CpuCodegenSplit() {
+  const char* flags = std::getenv("XLA_FLAGS");
+  if (flags != nullptr && std::strstr(flags, "xla_cpu_parallel_codegen_split_count")) return "";
+  if (Runtime::Get().client().platform_name() != "cpu") return "";
+  const int64_t threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  return pjrt::EncodeOptionOverride("xla_cpu_parallel_codegen_split_count",
+                                    std::clamp<int64_t>(threads / 2, 1, 8));
+}
+
 static const std::string& CompileOptions(bool quick) {
-  static const std::string normal = pjrt::EncodeCompileOptions();
+  static const std::string normal = pjrt::EncodeCompileOptions() + CpuCodegenSplit();
   // xla_cpu_enable_fast_min_max=false: the elemental emitters' min and max
   // then propagate NaN, as torch.maximum / clamp do.
   static const std::string cheap =
@@ -342,8 +456,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     }
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.compiles;
-    stats_.compile_seconds += secs;
-    stats_.entries.emplace_back(name, secs);
+    NoteCompile(stats_, name, secs);
   });
   std::shared_ptr<pjrt::Executable> exe = std::atomic_load(&entry->exe);
   if (!exe) {
@@ -395,8 +508,7 @@ void Executor::TierUp(Entry& entry, const std::string& key, const std::string& n
   // Counted apart from `compiles` (the programs compiled on a miss).
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.tier_ups;
-  stats_.compile_seconds += secs;
-  stats_.entries.emplace_back(name, secs);
+  NoteCompile(stats_, name, secs);
 }
 
 CacheStats Executor::stats() {

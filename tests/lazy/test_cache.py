@@ -144,3 +144,38 @@ def test_a_quick_program_run_often_is_recompiled_fully_once():
         torch_tpu.synchronize()
     torch.testing.assert_close(y.cpu(), torch.tanh(x))
     assert torch.tpu._get_cache_stats()["tier_ups"] == s1["tier_ups"]
+
+
+def _mappings():
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/maps"),
+                    reason="counts the process's memory mappings in /proc")
+def test_cache_stays_within_the_memory_mapping_budget():
+    # Each cached executable holds memory mappings of its JIT code; a cache
+    # bounded by entries alone once took a long run past vm.max_map_count,
+    # where the JIT failed half-way and the next C++ exception crashed the
+    # process. Under a budget a few hundred mappings above the current
+    # count, 150 new programs (about 900 mappings) must evict to fit.
+    from torch_tpu import _C
+    torch_tpu.synchronize()
+    budget = _mappings() + 400
+    evicted = torch.tpu._get_cache_stats()["evicted"]
+    _C._set_map_budget_for_testing(budget)
+    try:
+        for i in range(150):
+            x = torch.randn(i + 1, 2)
+            torch.testing.assert_close((x.to("tpu") * 3).cos().cpu(), (x * 3).cos())
+            torch_tpu.synchronize()
+        assert _C._map_limit_for_testing() > 0
+        assert torch.tpu._get_cache_stats()["evicted"] > evicted
+        # Checked every 16 new programs: at most that many over.
+        assert _mappings() <= budget + 16 * 12
+        # The process's exceptions still unwind.
+        with pytest.raises(RuntimeError, match="invalid for input of size"):
+            torch.ones(2, device="tpu").view(3)
+    finally:
+        _C._set_map_budget_for_testing(0)
+    assert _C._map_limit_for_testing() == 0

@@ -19,9 +19,11 @@ the parent prints a summary per mode. A child that dies (a signal) or hangs
 is reported as a crash. Exit status 1 on any crash or mismatch.
 
 Usage: python benchmarks/soak.py [--minutes 10] [--modes strict,fused,debug]
-         [--seed 0] [--shapes 48] [--cache-size N]
+         [--seed 0] [--shapes 48] [--cache-size N] [--map-budget N]
 --cache-size sets TORCH_TPU_EXECUTABLE_CACHE_SIZE in the children (a small
-value exercises eviction and reloading). Run it under the sanitizer build
+value exercises eviction and reloading); --map-budget N lets the cache's
+executables add at most about N memory mappings to the process (the cache
+then shrinks under that budget, as it does near vm.max_map_count). Run it under the sanitizer build
 (README, "Sanitizers") to check memory safety.
 """
 
@@ -67,6 +69,12 @@ def child(args):
     import torch_tpu  # noqa: F401
 
     torch.set_float32_matmul_precision("highest")
+    if args.map_budget:
+        # A budget of memory mappings this many above the process's count at
+        # start: the executable cache then shrinks and regrows under it.
+        from torch_tpu import _C
+        torch.ones(1, device="tpu").cpu()
+        _C._set_map_budget_for_testing(_maps() + args.map_budget)
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
     dev = "tpu"
@@ -335,6 +343,9 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shapes", type=int, default=48, help="distinct sizes drawn from")
     p.add_argument("--cache-size", type=int, default=0)
+    p.add_argument("--map-budget", type=int, default=0,
+                   help="memory mappings the executable cache may add (default: half of "
+                        "vm.max_map_count for the process)")
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -347,7 +358,8 @@ def main():
         if args.cache_size:
             env["TORCH_TPU_EXECUTABLE_CACHE_SIZE"] = str(args.cache_size)
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--minutes", str(args.minutes),
-               "--seed", str(args.seed), "--shapes", str(args.shapes)]
+               "--seed", str(args.seed), "--shapes", str(args.shapes),
+               "--map-budget", str(args.map_budget)]
         if args.no_compile:
             cmd.append("--no-compile")
         print(f"== {mode}", flush=True)

@@ -157,11 +157,13 @@ def test_cache_stays_within_the_memory_mapping_budget():
     # Each cached executable holds memory mappings of its JIT code; a cache
     # bounded by entries alone once took a long run past vm.max_map_count,
     # where the JIT failed half-way and the next C++ exception crashed the
-    # process. Under a budget a few hundred mappings above the current
-    # count, 150 new programs (about 900 mappings) must evict to fit.
+    # process. From an empty cache, under a budget 300 mappings above the
+    # process's count, 150 new programs (3 or more mappings each) must evict
+    # to fit.
     from torch_tpu import _C
     torch_tpu.synchronize()
-    budget = _mappings() + 400
+    _C._clear_cache()
+    budget = _mappings() + 300
     evicted = torch.tpu._get_cache_stats()["evicted"]
     _C._set_map_budget_for_testing(budget)
     try:
@@ -173,6 +175,7 @@ def test_cache_stays_within_the_memory_mapping_budget():
         assert torch.tpu._get_cache_stats()["evicted"] > evicted
         # Checked every 16 new programs: at most that many over.
         assert _mappings() <= budget + 16 * 12
+        assert torch.tpu._get_cache_stats()["cached"] < 150
         # The process's exceptions still unwind.
         with pytest.raises(RuntimeError, match="invalid for input of size"):
             torch.ones(2, device="tpu").view(3)

@@ -105,13 +105,18 @@ static size_t ExecutableCacheLimit() {
 // leaves an EH frame registered over memory it unmapped: the next C++
 // exception anywhere in the process then crashed in the unwinder (issue
 // 27: Fused Eager, 2048 cached programs, after 18 of PyTorch's indexing
-// tests). So every kMapCheckEvery new executables the process's mappings
-// are counted; over half of vm.max_map_count, the cache's limit drops in
+// tests). So the process's mappings are counted every so many new
+// executables; over half of vm.max_map_count, the cache's limit drops in
 // proportion until they are under it again, and is lifted when they fall
-// below a quarter.
-static constexpr int kMapCheckEvery = 16;
+// below a quarter. A count reads /proc/self/maps (about 14 ms at 30,000
+// mappings here), so the next one comes after as many new programs as,
+// at twice the mappings each has added so far, would fill the room left
+// under the budget: every 16 programs near it, up to every 1024 far below.
+static constexpr int64_t kMapCheckMin = 16, kMapCheckMax = 1024;
 static constexpr size_t kMinCachedUnderMapBudget = 64;
-static std::atomic<int> g_new_since_map_check{0};
+static std::atomic<int64_t> g_new_since_map_check{0};
+static std::atomic<int64_t> g_map_check_every{kMapCheckMin};
+static std::atomic<int64_t> g_last_maps{-1};  // at the last count
 static std::atomic<size_t> g_map_limit{0};  // 0: none
 static std::atomic<bool> g_map_check_due{false};
 static std::atomic<int64_t> g_map_budget_override{0};
@@ -145,6 +150,8 @@ static int64_t CountMappings() {
 void SetMapBudgetForTesting(int64_t budget) {
   g_map_budget_override.store(budget);
   g_map_limit.store(0);
+  g_map_check_every.store(kMapCheckMin);
+  g_last_maps.store(-1);
   g_map_check_due.store(true);  // the next request checks
 }
 
@@ -170,6 +177,13 @@ static void DropLeastRecentlyUsed(Cache& cache, size_t target, CacheStats& stats
 template <class Cache>
 static void ApplyMapBudget(Cache& cache, int64_t maps, CacheStats& stats) {
   const int64_t budget = MapBudget();
+  // Mappings per new program since the last count (at least 4: a program
+  // that loads adds about 3), doubled for safety.
+  const int64_t programs = std::max<int64_t>(1, g_map_check_every.load());
+  const int64_t last = g_last_maps.exchange(maps);
+  const int64_t per = std::max<int64_t>(4, last < 0 ? 0 : (maps - last) / programs);
+  g_map_check_every.store(
+      std::clamp<int64_t>((budget - maps) / (2 * per), kMapCheckMin, kMapCheckMax));
   if (maps > budget) {
     // Mappings not held by executables are counted too; the floor keeps a
     // working set cached even when they alone are over the budget.
@@ -231,7 +245,7 @@ std::shared_ptr<Executor::Entry> Executor::Lookup(const std::string& key, bool* 
     return it->second;
   }
   *hit = false;
-  if (g_new_since_map_check.fetch_add(1) + 1 >= kMapCheckEvery) {
+  if (g_new_since_map_check.fetch_add(1) + 1 >= g_map_check_every.load()) {
     g_new_since_map_check.store(0);
     g_map_check_due.store(true);
   }

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "lazy/modes.h"
+#include "profiler/trace.h"
 
 namespace tpu::ops {
 
@@ -74,4 +75,14 @@ ir::Value PreciseDot(ir::Builder& b, ir::Value lhs, ir::Value rhs, const ir::Dot
   return ir::Convert(b, r, out.dtype);
 }
 
+}  // namespace tpu::ops
+
+namespace tpu::ops {
+namespace {
+// torch_tpu.metrics names a recompile whose only change is the precision.
+const bool g_probe_registered = [] {
+  profiler::SetPrecisionProbe([] { return static_cast<int64_t>(CurrentPrecision()); });
+  return true;
+}();
+}  // namespace
 }  // namespace tpu::ops

@@ -1,5 +1,6 @@
 #include "device/allocator.h"
 
+#include "device/memory_history.h"
 #include "lazy/node.h"
 #include "lazy/runtime.h"
 
@@ -36,6 +37,21 @@ AddressSpace& Addresses() {
   return *a;
 }
 
+// Storage bytes held now (what torch.profiler's profile_memory reports as
+// the device total; PJRT buffers are counted apart, in Runtime).
+std::atomic<int64_t> g_storage_bytes{0};
+
+// profile_memory and the memory history see a storage's whole size when it
+// is made and when it dies (PJRT owns the memory; nothing is cached).
+void NoteAllocation(void* addr, size_t nbytes, bool alloc) {
+  const int64_t delta = alloc ? static_cast<int64_t>(nbytes) : -static_cast<int64_t>(nbytes);
+  const int64_t total = g_storage_bytes.fetch_add(delta) + delta;
+  if (c10::memoryProfilingEnabled())
+    c10::reportMemoryUsageToProfiler(addr, delta, static_cast<size_t>(total), static_cast<size_t>(total),
+                                     c10::Device(c10::DeviceType::PrivateUse1, ProcessDevice()));
+  if (MemoryHistoryEnabled()) RecordMemoryEvent(addr, nbytes, alloc);
+}
+
 void DeleteAddress(void* p) {
   lazy::StorageSlot* slot = nullptr;
   {
@@ -46,6 +62,7 @@ void DeleteAddress(void* p) {
     slot = it->second;
     as.live.erase(it);
   }
+  NoteAllocation(p, slot->nbytes, false);
   delete slot;
 }
 
@@ -68,6 +85,15 @@ lazy::StorageSlot* SlotAtAddress(const void* p, size_t* byte_offset) {
   if (addr > slot->addr + slot->nbytes) return nullptr;  // (the end: an empty slice)
   *byte_offset = addr - slot->addr;
   return slot;
+}
+
+std::vector<std::pair<uintptr_t, size_t>> LiveStorages() {
+  AddressSpace& as = Addresses();
+  std::lock_guard<std::mutex> lock(as.mu);
+  std::vector<std::pair<uintptr_t, size_t>> out;
+  out.reserve(as.live.size());
+  for (const auto& [addr, slot] : as.live) out.emplace_back(addr, slot->nbytes);
+  return out;
 }
 
 namespace {
@@ -111,6 +137,7 @@ c10::DataPtr TpuAllocator::allocate(size_t nbytes) {
     as.live.emplace(slot->addr, slot);
   }
   void* addr = reinterpret_cast<void*>(slot->addr);
+  NoteAllocation(addr, nbytes, true);
   return c10::DataPtr(addr, addr, &DeleteAddress,
                       c10::Device(c10::DeviceType::PrivateUse1, ProcessDevice()));
 }

@@ -36,6 +36,8 @@ TpuAllocator* GetTpuAllocator();
 // Null for a pointer that is not in a live tpu storage.
 lazy::StorageSlot* SlotAt(const c10::DataPtr& p, size_t* byte_offset);
 lazy::StorageSlot* SlotAtAddress(const void* p, size_t* byte_offset);
+// (address, bytes) of every live tpu storage, by address.
+std::vector<std::pair<uintptr_t, size_t>> LiveStorages();
 // Raises torch.OutOfMemoryError, with the figures CUDA's message gives, when
 // `nbytes` more would exceed what this process may hold on the device.
 void CheckCanAllocate(size_t nbytes);

@@ -1,4 +1,5 @@
 #include "device/fallback.h"
+#include "profiler/trace.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
@@ -23,6 +24,7 @@ void Fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       "(tensor.cpu()) and back with .to('tpu'), or enable the CPU fallback with "
       "torch_tpu.cpu_fallback_mode(True) or TORCH_TPU_CPU_FALLBACK=1 (slower: the data "
       "travels to the host and back).");
+  profiler::NoteCpuFallback(c10::toString(name));
   static std::mutex mu;
   static std::set<std::string> warned;
   {

@@ -27,6 +27,9 @@ namespace py = pybind11;
 namespace tpu::ops {
 void RegisterCompiled(py::module& m);  // compile/graph_capture.cc
 }
+namespace tpu::profiler {
+void RegisterProfiler(py::module& m);  // profiler/bindings.cc
+}
 namespace tpu::dist {
 void RegisterDist(py::module& m);  // dist/backend.cc
 void RegisterDistHarness(py::module& m);  // dist/harness.cc
@@ -296,6 +299,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_cpu_fallback", &device::SetCpuFallback);
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
   ops::RegisterCompiled(m);
+  profiler::RegisterProfiler(m);
   dist::RegisterDist(m);
   dist::RegisterDistHarness(m);
   {

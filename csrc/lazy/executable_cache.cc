@@ -20,6 +20,7 @@
 #include "lazy/modes.h"
 #include "lazy/runtime.h"
 #include "pjrt/pjrt.h"
+#include "profiler/trace.h"
 
 namespace tpu::lazy {
 
@@ -428,14 +429,18 @@ static const std::string& CompileOptions(bool quick) {
 
 std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     const std::string& key, const std::string& name, const std::function<std::string()>& print,
-    bool quick) {
+    bool quick, const std::function<const char*()>& cause) {
   bool hit = false;
   std::shared_ptr<Entry> entry = Lookup(key, &hit);
+  profiler::Counters& counters = profiler::counters();
+  if (hit) counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
   // Concurrent misses of one key compile once; the others wait here.
   std::call_once(entry->once, [&] {
     pjrt::Client& client = Runtime::Get().client();
     const std::string& identity = CacheIdentity();
     auto t0 = std::chrono::steady_clock::now();
+    const int64_t start_ns = profiler::NowNs();
+    const uint64_t fingerprint = std::hash<std::string>{}(key);
     // A quick program that an earlier process ran often enough was stored
     // fully optimized as well (TierUp); that one is preferred.
     for (int tier = quick ? 0 : 1; tier < 2; ++tier) {
@@ -447,6 +452,12 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
         if (exe) {
           std::atomic_store(&entry->exe, std::shared_ptr<pjrt::Executable>(std::move(exe)));
           entry->quick = quick && !full;
+          const int64_t end_ns = profiler::NowNs();
+          counters.disk_hits.fetch_add(1, std::memory_order_relaxed);
+          counters.load_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
+          profiler::NoteCompileDone(name, "disk", nullptr, (end_ns - start_ns) * 1e-9);
+          if (profiler::Recording())
+            profiler::OnCompile(name, "disk", fingerprint, 0, start_ns, end_ns, nullptr);
           std::lock_guard<std::mutex> lock(mu_);
           ++stats_.disk_hits;
           return;
@@ -455,7 +466,9 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
       }
     }
     const std::string text = print();
+    const char* why = cause ? cause() : nullptr;
     try {
+      profiler::CompileWatch watch(name);
       std::atomic_store(&entry->exe,
                         std::shared_ptr<pjrt::Executable>(client.Compile(text, CompileOptions(quick))));
       entry->quick = quick;
@@ -465,6 +478,13 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t end_ns = profiler::NowNs();
+    counters.misses.fetch_add(1, std::memory_order_relaxed);
+    counters.compile_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
+    profiler::NoteCompileCause(why, name);
+    profiler::NoteCompileDone(name, "miss", why, secs);
+    if (profiler::Recording())
+      profiler::OnCompile(name, "miss", fingerprint, text.size(), start_ns, end_ns, why);
     if (disk_.enabled()) {
       try {
         disk_.Store(identity, key, std::atomic_load(&entry->exe)->Serialize());
@@ -485,7 +505,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
         auto it = cache_.find(key);
         if (it != cache_.end() && it->second == entry) cache_.erase(it);
       }
-      return GetExecutable(key, name, print, quick);
+      return GetExecutable(key, name, print, quick, cause);
     }
     throw std::runtime_error(entry->error);
   }

@@ -39,6 +39,8 @@ struct OutputTarget {
 struct Captured {
   std::shared_ptr<pjrt::Executable> exe;
   std::string name;
+  std::string ops;  // the ATen ops it holds (for the profiler)
+  int op_count = 0;
   // The program's arguments in order: the nodes the capture read (graph
   // inputs, constants, RNG states, view offsets).
   std::vector<NodePtr> args;
@@ -153,10 +155,12 @@ class Executor {
   struct Entry;
   std::shared_ptr<Entry> Lookup(const std::string& key, bool* hit);
   // `quick`: compile with the cheap options of small programs
-  // (QuickCompileElements in executable_cache.cc).
+  // (QuickCompileElements in executable_cache.cc); `cause`, on a compile,
+  // says why these ops compile again (profiler::RecompileCause).
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
                                                   const std::function<std::string()>& print,
-                                                  bool quick = false);
+                                                  bool quick = false,
+                                                  const std::function<const char*()>& cause = nullptr);
   void TierUp(Entry& entry, const std::string& key, const std::string& name,
               const std::function<std::string()>& print);
   void NoteFirstUseLocked(const std::string& key);
@@ -173,6 +177,8 @@ class Executor {
   void LaunchProgram(const std::vector<std::shared_ptr<PendingOp>>& batch, Program& prog,
                      Captured* capture);
   static void FailAll(const std::vector<NodePtr>& results, const std::string& msg);
+  static const char* CompileCause(const std::vector<std::shared_ptr<PendingOp>>& batch,
+                                  const Program& prog);
 
   // Fused Eager cuts the op stream where it repeats (one layer, one step):
   // once the signatures of the last ops show a period, batches hold a whole

@@ -8,6 +8,7 @@
 #include "lazy/modes.h"
 #include "lazy/runtime.h"
 #include "pjrt/pjrt.h"
+#include "profiler/trace.h"
 
 namespace tpu::lazy {
 
@@ -44,7 +45,38 @@ std::string Issued(const std::vector<std::shared_ptr<PendingOp>>& batch) {
   return out;
 }
 
+// The ops a program holds, for its kernel event: "aten::mm" for one op,
+// "aten::mul.Tensor x4, aten::add.Tensor x2, ..." for a fused batch.
+std::vector<profiler::Meta> KernelMeta(const std::vector<std::shared_ptr<PendingOp>>& batch) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& p : batch) {
+    if (!counts.empty() && counts.back().first == p->op.name) {
+      ++counts.back().second;
+    } else {
+      counts.emplace_back(p->op.name, 1);
+    }
+  }
+  std::string ops;
+  for (const auto& [name, n] : counts) ops += (ops.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+  return {profiler::Meta{"ops", ops}, profiler::Meta{"op count", std::to_string(batch.size()), false}};
+}
+
 }  // namespace
+
+// Why a batch compiles: compared with the last compile of the same op
+// sequence, its parameters' dtypes, their shapes, the matmul precision, or
+// other attributes changed (null: these ops never compiled before).
+const char* Executor::CompileCause(const Batch& batch, const Program& prog) {
+  std::string ops, types, shapes;
+  for (const auto& p : batch) ops.append(p->op.name).push_back(';');
+  for (const BufferNode* p : prog.params) {
+    const ir::TensorType& t = p->type();
+    types += std::to_string(static_cast<int>(t.dtype)) + ",";
+    for (int64_t d : t.dims) shapes += std::to_string(d) + "x";
+    shapes += ",";
+  }
+  return profiler::RecompileCause(ops, types, shapes, prog.key);
+}
 
 void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* capture) {
   const std::string& name = prog.name;
@@ -55,7 +87,8 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
   const size_t num_sizes = prog.num_sizes;
   std::shared_ptr<pjrt::Executable> exe;
   try {
-    exe = GetExecutable(prog.key, prog.name, [&] { return prog.Print(batch); }, prog.quick);
+    exe = GetExecutable(prog.key, prog.name, [&] { return prog.Print(batch); }, prog.quick,
+                        [&] { return CompileCause(batch, prog); });
   } catch (const std::exception& e) {
     const std::string msg = std::string(e.what()) + "\n(issued by: " + Issued(batch) + ")";
     FailAll(prog.live, msg);
@@ -75,6 +108,8 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
   }
   std::unique_ptr<pjrt::Event> done;
   std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
+  const bool tracing = profiler::Recording();
+  const int64_t issued = tracing ? profiler::NowNs() : 0;
   try {
     bufs = exe->Execute(args, {}, &done);
   } catch (const std::exception& e) {
@@ -86,7 +121,9 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
+  profiler::counters().programs_executed.fetch_add(1, std::memory_order_relaxed);
   done = DoneWithBuffers(std::move(done), bufs);
+  if (tracing) profiler::OnLaunch(name, issued, profiler::NowNs(), KernelMeta(batch), done.get());
   std::vector<std::shared_ptr<const void>> hold(param_nodes.begin(), param_nodes.end());
   hold.insert(hold.end(), offset_nodes.begin(), offset_nodes.end());
   for (size_t i = 0; i < live.size(); ++i) {
@@ -98,6 +135,8 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
   if (capture) {
     capture->exe = exe;
     capture->name = name;
+    capture->ops = KernelMeta(batch)[0].value;
+    capture->op_count = static_cast<int>(batch.size());
     capture->args = std::move(param_nodes);
     capture->args.insert(capture->args.end(), offset_nodes.begin(), offset_nodes.end());
     capture->size_args = static_cast<int>(capture->args.size() - num_sizes);
@@ -122,6 +161,8 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
   Runtime& rt = Runtime::Get();
   std::unique_ptr<pjrt::Event> done;
   std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
+  const bool tracing = profiler::Recording();
+  const int64_t issued = tracing ? profiler::NowNs() : 0;
   try {
     bufs = c.exe->Execute(raw, {}, &done);
   } catch (const std::exception& e) {
@@ -131,7 +172,12 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
+  profiler::counters().programs_executed.fetch_add(1, std::memory_order_relaxed);
   done = DoneWithBuffers(std::move(done), bufs);
+  if (tracing)
+    profiler::OnLaunch(c.name, issued, profiler::NowNs(),
+                       {profiler::Meta{"ops", c.ops}, profiler::Meta{"op count", std::to_string(c.op_count), false}},
+                       done.get());
   std::vector<std::shared_ptr<const void>> hold(args.begin(), args.end());
   results.reserve(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
@@ -154,7 +200,13 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
 NodePtr Executor::Upload(const void* data, ir::DType dtype, const std::vector<int64_t>& dims,
                          const std::vector<int64_t>& byte_strides) {
   Runtime& rt = Runtime::Get();
+  const int64_t t0 = profiler::Recording() ? profiler::NowNs() : 0;
   auto buf = rt.client().BufferFromHost(data, ToPjrt(dtype), dims, byte_strides);
+  const size_t bytes = ir::TensorType{dtype, dims}.numel() * ItemSize(dtype);
+  profiler::Counters& c = profiler::counters();
+  c.h2d_copies.fetch_add(1, std::memory_order_relaxed);
+  c.h2d_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  if (t0 != 0 && profiler::Recording()) profiler::OnCopy(true, bytes, t0, profiler::NowNs());
   return std::make_shared<BufferNode>(ir::TensorType{dtype, dims}, rt.Track(std::move(buf)),
                                       "host-to-device copy");
 }

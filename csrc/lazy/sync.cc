@@ -7,7 +7,9 @@
 
 #include "lazy/batch.h"
 #include "lazy/runtime.h"
+#include "lazy/where.h"
 #include "pjrt/pjrt.h"
+#include "profiler/trace.h"
 
 namespace tpu::lazy {
 
@@ -29,13 +31,21 @@ void Executor::Materialize(const NodePtr& node) {
 }
 
 void Executor::Download(const NodePtr& node, void* dst, size_t nbytes) {
+  // A host sync: the host waits for the value (and for whatever it depends
+  // on); counted with the user's line (torch_tpu.metrics).
+  profiler::NoteHostSync("copy to host", CurrentWhere());
   Materialize(node);
   const auto& buf = node->buffer();
+  const int64_t t0 = profiler::Recording() ? profiler::NowNs() : 0;
   try {
     buf->ToHost(dst, nbytes);
   } catch (const pjrt::Error& e) {
     throw std::runtime_error(std::string("tpu: ") + node->origin() + " failed: " + e.what());
   }
+  profiler::Counters& c = profiler::counters();
+  c.d2h_copies.fetch_add(1, std::memory_order_relaxed);
+  c.d2h_bytes.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+  if (t0 != 0 && profiler::Recording()) profiler::OnCopy(false, nbytes, t0, profiler::NowNs());
 }
 
 void Executor::FailAll(const std::vector<NodePtr>& results, const std::string& msg) {

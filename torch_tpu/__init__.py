@@ -105,6 +105,10 @@ _integrations.install()
 # precision a TPU's matrix unit takes (CUDA's default, float16, is a GPU's).
 torch.set_autocast_dtype("tpu", torch.bfloat16)
 
+from . import _logging  # noqa: E402
+
+_logging._from_env(env.logs, env.slow_compile_seconds)
+
 if env.cpu_fallback == "1":
     _C._set_cpu_fallback(True)
 

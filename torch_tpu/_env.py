@@ -50,19 +50,27 @@ VARIABLES = (
          "then clamped or dropped by XLA)."),
     _Var("TORCH_TPU_LAUNCH_BLOCKING", "0", "stable",
          "1: start in Debug Eager mode (EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING)."),
+    _Var("TORCH_TPU_LOGS", "", "stable",
+         "Logs through Python logging under the 'torch_tpu' logger, in the style of "
+         "TORCH_LOGS: a comma-separated list of 'compiles' (every compile and persistent-cache "
+         "load, with its time), 'recompiles' (a program compiled again, with the cause and the "
+         "user's line), 'slow_compiles' (compiles past TORCH_TPU_SLOW_COMPILE_SECONDS, with "
+         "progress on stderr while they run), or 'all'; a '+' prefix logs at DEBUG level."),
     _Var("TORCH_TPU_MAX_PENDING_OPS", "2048", "experimental",
          "Fused Eager: ops recorded before a flush is forced."),
     _Var("TORCH_TPU_OP_LINES", "1", "stable",
          "Fused Eager records, for each op, the user's line that issued it, so that a batch "
          "that fails later names it; '0' skips this (about a microsecond per op)."),
-    _Var("TORCH_TPU_QUICK_COMPILE_ELEMENTS", "1024", "experimental",
-         "CPU plugin: programs whose tensors hold at most this many elements are compiled "
-         "without LLVM's optimizations and with XLA's elemental emitters (read by the C++ "
-         "runtime); '0' compiles every program fully."),
     _Var("TORCH_TPU_PLATFORM", "", "stable",
          "Restrict plugin discovery to 'tpu', 'cuda' or 'cpu' (default: the best found)."),
     _Var("TORCH_TPU_PLUGIN_PATH", "", "stable",
-         "Path of a PJRT plugin .so to use instead of discovery."),
+         "Path of a PJRT plugin .so to use instead of discovery."),    _Var("TORCH_TPU_QUICK_COMPILE_ELEMENTS", "1024", "experimental",
+         "CPU plugin: programs whose tensors hold at most this many elements are compiled "
+         "without LLVM's optimizations and with XLA's elemental emitters (read by the C++ "
+         "runtime); '0' compiles every program fully."),
+    _Var("TORCH_TPU_SLOW_COMPILE_SECONDS", "10", "stable",
+         "With TORCH_TPU_LOGS on: a compile that takes longer is logged as slow, and while it "
+         "runs a line on stderr says so every this many seconds."),
 )
 
 

@@ -151,9 +151,9 @@ pybind11::dict MemorySnapshot() {
   py::list device_trace;
   for (const Event& e : trace) {
     py::object f = frames_of(e.stack);
-    for (const char* action : e.alloc ? std::initializer_list<const char*>{"segment_alloc", "alloc"}
-                                      : std::initializer_list<const char*>{"free_requested", "free_completed",
-                                                                           "segment_free"}) {
+    static const std::vector<const char*> kAlloc{"segment_alloc", "alloc"};
+    static const std::vector<const char*> kFree{"free_requested", "free_completed", "segment_free"};
+    for (const char* action : e.alloc ? kAlloc : kFree) {
       py::dict ev;
       ev["action"] = action;
       ev["addr"] = e.addr;

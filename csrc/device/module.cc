@@ -147,8 +147,14 @@ py::dict MemoryStats() {
   lazy::Runtime& rt = Rt();
   pjrt::MemoryStats m = rt.client().memory_stats(0);
   py::dict d;
-  d["allocated_bytes.all.current"] = rt.live_bytes();
-  d["allocated_bytes.all.peak"] = rt.peak_bytes();
+  // torch.cuda.memory_stats' keys: PJRT owns the memory and nothing is
+  // cached, so active, reserved and requested bytes are the allocated ones.
+  for (const char* kind : {"allocated_bytes", "active_bytes", "reserved_bytes", "requested_bytes"}) {
+    d[py::str(std::string(kind) + ".all.current")] = rt.live_bytes();
+    d[py::str(std::string(kind) + ".all.peak")] = rt.peak_bytes();
+  }
+  d["allocation.all.current"] = device::LiveStorages().size();
+  d["num_ooms"] = 0;
   d["device.bytes_in_use"] = m.bytes_in_use;
   if (m.peak_known) d["device.peak_bytes_in_use"] = m.peak_bytes_in_use;
   if (m.limit_known) d["device.bytes_limit"] = m.bytes_limit;

@@ -441,6 +441,9 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     auto t0 = std::chrono::steady_clock::now();
     const int64_t start_ns = profiler::NowNs();
     const uint64_t fingerprint = std::hash<std::string>{}(key);
+    // A program this process had not asked for: why (a disk hit too).
+    const char* why = cause ? cause() : nullptr;
+    profiler::NoteCompileCause(why, name);
     // A quick program that an earlier process ran often enough was stored
     // fully optimized as well (TierUp); that one is preferred.
     for (int tier = quick ? 0 : 1; tier < 2; ++tier) {
@@ -455,9 +458,9 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
           const int64_t end_ns = profiler::NowNs();
           counters.disk_hits.fetch_add(1, std::memory_order_relaxed);
           counters.load_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
-          profiler::NoteCompileDone(name, "disk", nullptr, (end_ns - start_ns) * 1e-9);
+          profiler::NoteCompileDone(name, "disk", why, (end_ns - start_ns) * 1e-9);
           if (profiler::Recording())
-            profiler::OnCompile(name, "disk", fingerprint, 0, start_ns, end_ns, nullptr);
+            profiler::OnCompile(name, "disk", fingerprint, 0, start_ns, end_ns, why);
           std::lock_guard<std::mutex> lock(mu_);
           ++stats_.disk_hits;
           return;
@@ -466,7 +469,6 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
       }
     }
     const std::string text = print();
-    const char* why = cause ? cause() : nullptr;
     try {
       profiler::CompileWatch watch(name);
       std::atomic_store(&entry->exe,
@@ -481,7 +483,6 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     const int64_t end_ns = profiler::NowNs();
     counters.misses.fetch_add(1, std::memory_order_relaxed);
     counters.compile_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
-    profiler::NoteCompileCause(why, name);
     profiler::NoteCompileDone(name, "miss", why, secs);
     if (profiler::Recording())
       profiler::OnCompile(name, "miss", fingerprint, text.size(), start_ns, end_ns, why);

@@ -69,12 +69,14 @@ std::vector<profiler::Meta> KernelMeta(const std::vector<std::shared_ptr<Pending
 const char* Executor::CompileCause(const Batch& batch, const Program& prog) {
   std::string ops, types, shapes;
   for (const auto& p : batch) ops.append(p->op.name).push_back(';');
-  for (const BufferNode* p : prog.params) {
-    const ir::TensorType& t = p->type();
+  auto add = [&](const ir::TensorType& t) {
     types += std::to_string(static_cast<int>(t.dtype)) + ",";
     for (int64_t d : t.dims) shapes += std::to_string(d) + "x";
     shapes += ",";
-  }
+  };
+  for (const BufferNode* p : prog.params) add(p->type());
+  types += "->";  // then the results (a factory op has no parameters)
+  for (const NodePtr& n : prog.live) add(n->type());
   return profiler::RecompileCause(ops, types, shapes, prog.key);
 }
 

@@ -18,7 +18,7 @@ from .random import (  # noqa: F401
 from .memory import (  # noqa: F401
     memory_stats, memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved,
     reset_peak_memory_stats, empty_cache, set_per_process_memory_fraction,
-    get_per_process_memory_fraction, mem_get_info,
+    get_per_process_memory_fraction, mem_get_info, memory_summary,
 )
 from .streams import (  # noqa: F401
     Stream, default_stream, current_stream, stream, Event,

@@ -67,3 +67,81 @@ def mem_get_info(device: _Device = None):
     total = _C._total_memory()
     limit = int(total * _C._memory_fraction())
     return max(limit - memory_allocated(device), 0), total
+
+
+def _format_size(n: int) -> str:
+    # The units of torch.cuda.memory_summary.
+    for unit in ("B  ", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 * 10 or unit == "TiB":
+            return f"{n:6d} {unit}"
+        n //= 1024
+    return f"{n:6d} PiB"
+
+
+def memory_summary(device: _Device = None, abbreviated: bool = False) -> str:
+    """The memory figures in torch.cuda.memory_summary's table. PJRT owns
+    device memory and torch_tpu caches none, so reserved equals allocated
+    and nothing is inactive; the plugin's own figures follow the table."""
+    stats = memory_stats(device)
+    idx = _index(device)
+    cur = stats["allocated_bytes.all.current"]
+    peak = stats["allocated_bytes.all.peak"]
+    width = 75
+    lines = [
+        "=" * width,
+        " {:<21} | {:^50} ".format("PyTorch tpu memory summary, device ID " + str(idx), ""),
+        "-" * width,
+        "  PJRT owns the device memory; no blocks are cached, so reserved = allocated.  ",
+        "=" * width,
+        "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ",
+        "-" * width,
+    ]
+    for name in ("Allocated memory", "Active memory", "Requested memory", "GPU reserved memory"):
+        label = name.replace("GPU", "TPU")
+        lines.append(f"{label:<23}| {_format_size(cur)} | {_format_size(peak)} | "
+                     f"{'':>10} | {'':>10} ")
+        lines.append("-" * width)
+    lines.append(f"{'Non-releasable memory':<23}| {_format_size(0)} | {_format_size(0)} | "
+                 f"{'':>10} | {'':>10} ")
+    lines.append("-" * width)
+    lines.append(f"{'Allocations':<23}| {stats.get('allocation.all.current', 0):10d} | "
+                 f"{'':>10} | {'':>10} | {'':>10} ")
+    lines.append("=" * width)
+    plugin = [(k, v) for k, v in stats.items() if k.startswith("device.")]
+    if plugin:
+        lines.append(" Plugin figures (PJRT_Device_MemoryStats):")
+        for k, v in plugin:
+            lines.append(f"   {k[len('device.'):]:<30} {_format_size(int(v))}")
+        lines.append("=" * width)
+    return "\n".join(lines) + "\n"
+
+
+def _record_memory_history(enabled: str | None = "all", context: str | None = "all",
+                           stacks: str = "all", max_entries: int = 100000,
+                           device: _Device = None) -> None:
+    """Records every tpu storage made and freed, with the stack that made it
+    (``torch.cuda.memory._record_memory_history``'s arguments: ``enabled``
+    None stops recording and drops what was recorded; ``stacks`` "python"
+    or "all" (with C++ frames); ``max_entries`` events kept)."""
+    _index(device)
+    if enabled not in (None, "state", "all"):
+        raise ValueError(f"enabled must be None, 'state' or 'all', not {enabled!r}")
+    _C._record_memory_history(enabled is not None, stacks,
+                              0 if enabled == "state" else int(max_entries))
+
+
+def _snapshot(device: _Device = None) -> dict:
+    """Live tpu storages (``segments``, each with its block and the stack
+    that made it) and the recorded events (``device_traces``), in the layout
+    of ``torch.cuda.memory._snapshot()``."""
+    _index(device)
+    return _C._memory_snapshot()
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle") -> None:
+    """Pickles ``_snapshot()`` to ``filename``, which
+    https://pytorch.org/memory_viz (torch/cuda/_memory_viz.py) opens."""
+    import pickle
+
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(), f)

@@ -156,6 +156,17 @@ void Runtime::AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::share
   }
 }
 
+void Runtime::AwaitPending() {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  for (auto& p : pending_) {
+    try {
+      p.done->Await();
+    } catch (const pjrt::Error&) {
+      // Left for Synchronize (and the results) to raise.
+    }
+  }
+}
+
 void Runtime::Synchronize() {
   std::deque<Pending> events;
   {

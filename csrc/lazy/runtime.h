@@ -61,6 +61,9 @@ class Runtime {
   // not be released while the program may still read it.
   void AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::shared_ptr<const void>> inputs = {});
   void Synchronize();
+  // Waits for every outstanding execution without taking their errors
+  // (Synchronize still raises them); the profiler's stop uses it.
+  void AwaitPending();
 
  private:
   Runtime() = default;

@@ -65,13 +65,7 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
   void stop() override {
     // Programs launched while recording finish first, so that their kernels
     // are in the trace (as a CUDA trace holds the kernels the ops launched).
-    if (lazy::Runtime::initialized()) {
-      try {
-        lazy::Runtime::Get().Synchronize();
-      } catch (const std::exception& e) {
-        errors_.push_back(e.what());
-      }
-    }
+    if (lazy::Runtime::initialized()) lazy::Runtime::Get().AwaitPending();
     Recorder::Get().Stop();
     recording_ = false;
     end_ns_ = NowNs();

@@ -56,6 +56,21 @@ def test_metrics_name_a_dtype_change():
     assert ("new dtype", "aten::neg") in tm.metrics()["recent_recompiles"]
 
 
+def test_metrics_name_a_precision_change():
+    n = _fresh_size() // 10
+    a = torch.randn(n, 8, device="tpu")
+    b = torch.randn(8, 5, device="tpu")
+    tm.reset()
+    with torch_tpu.eager_mode(EagerMode.DEFER_NEVER):
+        with torch_tpu.precision(torch_tpu.Precision.DEFAULT):
+            lo = (a @ b).cpu()
+        with torch_tpu.precision(torch_tpu.Precision.HIGHEST):
+            hi = (a @ b).cpu()
+    torch.testing.assert_close(hi, a.cpu() @ b.cpu())
+    torch.testing.assert_close(lo, hi, rtol=2e-2, atol=1e-1)
+    assert ("new precision", "aten::mm") in tm.metrics()["recent_recompiles"]
+
+
 def test_metrics_count_cpu_fallbacks():
     a = torch.randn(5, 5)
     a = a + a.mT

@@ -26,6 +26,7 @@ namespace py = pybind11;
 
 namespace tpu::ops {
 void RegisterCompiled(py::module& m);  // compile/graph_capture.cc
+void RegisterKernels(py::module& m);   // aten/kernels/jax_call.cc
 }
 namespace tpu::profiler {
 void RegisterProfiler(py::module& m);  // profiler/bindings.cc
@@ -221,6 +222,9 @@ PYBIND11_MODULE(_C, m) {
     d["platform"] = c.platform_name();
     d["platform_version"] = c.platform_version();
     d["api_version"] = py::make_tuple(c.api_version().first, c.api_version().second);
+    py::dict attrs;
+    for (const auto& [k, v] : c.attributes()) attrs[py::str(k)] = v;
+    d["attributes"] = attrs;
     return d;
   });
   lazy::SetWarnHandler(&device::WarnAsTorch);
@@ -305,6 +309,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_cpu_fallback", &device::SetCpuFallback);
   m.def("_cpu_fallback_enabled", &device::CpuFallbackEnabled);
   ops::RegisterCompiled(m);
+  ops::RegisterKernels(m);
   profiler::RegisterProfiler(m);
   dist::RegisterDist(m);
   dist::RegisterDistHarness(m);

@@ -241,6 +241,12 @@ void Builder::PrintOp(std::string& out, const OpRec& op, int indent) const {
   out += '\n';
 }
 
+void Builder::AddFunction(const std::string& name, const std::string& text) {
+  for (const auto& f : functions_)
+    if (f.first == name) return;
+  functions_.emplace_back(name, text);
+}
+
 std::string Builder::Print(const std::vector<Value>& results, int num_replicas,
                            int num_partitions) const {
   std::string out;
@@ -270,7 +276,12 @@ std::string Builder::Print(const std::vector<Value>& results, int num_replicas,
   }
   out += ") : ";
   AppendTypeList(out, result_types);
-  out += " -> ()\n  }\n}\n";
+  out += " -> ()\n  }\n";
+  for (const auto& f : functions_) {
+    out += f.second;
+    out += "\n";
+  }
+  out += "}\n";
   return out;
 }
 

@@ -88,6 +88,12 @@ class Builder {
   void set_dynamic(bool d) { dynamic_ = d; }
   bool dynamic() const { return dynamic_; }
 
+  // Adds a function to the module beside @main (MLIR text of one
+  // func.func, private, named `name`), once per name: a custom kernel's
+  // program (torch_tpu.kernels), called with Op("func.call", ...,
+  // {{"callee", "@name"}}).
+  void AddFunction(const std::string& name, const std::string& text);
+
   // Prints the module with @main returning `results`. Module attributes are
   // set for one replica, one partition unless given.
   std::string Print(const std::vector<Value>& results, int num_replicas = 1,
@@ -117,6 +123,7 @@ class Builder {
   std::vector<Value> params_;
   std::vector<std::vector<Attr>> param_attrs_;
   std::vector<OpRec> ops_;
+  std::vector<std::pair<std::string, std::string>> functions_;  // (name, text)
   Block top_;
   Block* current_;
 };

@@ -786,6 +786,38 @@ Client::~Client() {
 
 std::pair<int, int> Client::api_version() const { return api_->version(); }
 
+std::vector<std::pair<std::string, std::string>> Client::attributes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto* fn = PJRT_TRY_FN(*api_, PJRT_Plugin_Attributes);
+  if (fn == nullptr) return out;  // an older plugin
+  Args<PJRT_Plugin_Attributes_Args> a;
+  api_->Check(fn(a.get()), "PJRT_Plugin_Attributes");
+  for (size_t i = 0; i < a->num_attributes; ++i) {
+    const PJRT_NamedValue& v = a->attributes[i];
+    std::string name(v.name, v.name_size), value;
+    switch (v.type) {
+      case PJRT_NamedValue_kString:
+        value.assign(v.string_value, v.value_size);
+        break;
+      case PJRT_NamedValue_kInt64:
+        value = std::to_string(v.int64_value);
+        break;
+      case PJRT_NamedValue_kInt64List:
+        for (size_t j = 0; j < v.value_size; ++j)
+          value += (j ? "." : "") + std::to_string(v.int64_array_value[j]);
+        break;
+      case PJRT_NamedValue_kFloat:
+        value = std::to_string(v.float_value);
+        break;
+      case PJRT_NamedValue_kBool:
+        value = v.bool_value ? "true" : "false";
+        break;
+    }
+    out.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
+
 std::string Client::plugin_identity() const {
   struct stat st;
   long long size = -1, mtime_ns = -1;

@@ -182,6 +182,9 @@ class Client {
   const std::string& platform_version() const { return platform_version_; }
   const std::string& plugin_path() const { return plugin_path_; }
   std::pair<int, int> api_version() const;  // plugin's (major, minor)
+  // PJRT_Plugin_Attributes: xla_version, stablehlo_current_version,
+  // stablehlo_minimum_version, ... (values as text; arrays dot-joined).
+  std::vector<std::pair<std::string, std::string>> attributes() const;
   // Identity of the plugin build for cache keys: path, API version, platform
   // version and the file's size and mtime.
   std::string plugin_identity() const;

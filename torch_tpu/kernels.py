@@ -133,7 +133,11 @@ class _Lowered:
 
 def _check_custom_calls(module_text: str, name: str, platform: str) -> None:
     allowed = _XLA_BUILTIN | _PLATFORM_CALLS.get(platform, set())
-    for target in sorted(set(re.findall(r'call_target_name = "([^"]+)"', module_text))):
+    # Pretty form `stablehlo.custom_call @target(...)`, generic form
+    # `call_target_name = "target"`.
+    targets = set(re.findall(r'stablehlo\.custom_call @([\w$.-]+)', module_text))
+    targets |= set(re.findall(r'call_target_name = "([^"]+)"', module_text))
+    for target in sorted(targets):
         if target not in allowed:
             hint = (" (a Pallas kernel runs on the CPU plugin with interpret=True)"
                     if platform == "cpu" and target in ("tpu_custom_call", "__gpu$xla.gpu.triton",
@@ -169,12 +173,14 @@ def _lower(name: str, fn: Callable, args: Sequence[torch.Tensor]) -> _Lowered:
     from jaxlib.mlir import ir
 
     specs = [jax.ShapeDtypeStruct(tuple(a.shape), _jax_dtype(a.dtype)) for a in args]
+    platform, _ = _plugin()
     with _x64():
-        lowered = jax.jit(fn).lower(*specs)
+        # Lowered for the plugin's platform (not JAX's own default backend),
+        # so Pallas takes the lowering that platform runs.
+        lowered = jax.jit(fn, keep_unused=True).trace(*specs).lower(lowering_platforms=(platform,))
         out_avals = jax.eval_shape(fn, *specs)
     module = lowered.compiler_ir("stablehlo")
     text = str(module)
-    platform, _ = _plugin()
     _check_custom_calls(text, name, platform)
     _check_version(text, name)
     prefix = "tpu_kernel_" + hashlib.sha256(text.encode()).hexdigest()[:20]

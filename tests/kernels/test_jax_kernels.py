@@ -1,9 +1,6 @@
 """torch_tpu.kernels: JAX and Pallas functions as ops on tpu tensors, against
 CPU, in every eager mode and under torch.compile."""
 
-import functools
-import math
-
 import pytest
 import torch
 
@@ -160,100 +157,9 @@ def test_version_mismatch_names_both_versions(monkeypatch):
 
 
 # ---- Pallas: blockwise (flash) attention inside a small model ----
+# (the kernel is benchmarks/pallas_attention.py's, which times it)
 
-def _flash_kernel(q_ref, k_ref, v_ref, o_ref, *, block_k, scale, causal, block_q):
-    from jax.experimental import pallas as pl
-
-    qi = pl.program_id(1)
-    q = q_ref[0] * scale  # (block_q, d)
-    n = k_ref.shape[1]
-    m0 = jnp.full((q.shape[0],), -jnp.inf, jnp.float32)
-    l0 = jnp.zeros((q.shape[0],), jnp.float32)
-    acc0 = jnp.zeros(q.shape, jnp.float32)
-    rows = qi * block_q + jnp.arange(q.shape[0])
-
-    def body(j, carry):
-        m, l, acc = carry
-        k = k_ref[0, pl.ds(j * block_k, block_k), :]
-        v = v_ref[0, pl.ds(j * block_k, block_k), :]
-        s = q @ k.T
-        if causal:
-            cols = j * block_k + jnp.arange(block_k)
-            s = jnp.where(cols[None, :] <= rows[:, None], s, -jnp.inf)
-        m_new = jnp.maximum(m, s.max(axis=-1))
-        p = jnp.exp(s - m_new[:, None])
-        corr = jnp.exp(m - m_new)
-        return m_new, l * corr + p.sum(axis=-1), acc * corr[:, None] + p @ v
-
-    m, l, acc = jax.lax.fori_loop(0, n // block_k, body, (m0, l0, acc0))
-    o_ref[0] = (acc / l[:, None]).astype(o_ref.dtype)
-
-
-def _attention_math(q, k, v, causal):
-    s = jnp.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.shape[-1])
-    if causal:
-        n = q.shape[1]
-        s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
-    return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(s, axis=-1), v)
-
-
-def _flash_forward(q, k, v, causal, block=16):
-    from jax.experimental import pallas as pl
-
-    bh, n, d = q.shape
-    kernel = functools.partial(_flash_kernel, block_k=block, scale=1 / math.sqrt(d), causal=causal,
-                               block_q=block)
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
-        grid=(bh, n // block),
-        in_specs=[pl.BlockSpec((1, block, d), lambda b, i: (b, i, 0)),
-                  pl.BlockSpec((1, n, d), lambda b, i: (b, 0, 0)),
-                  pl.BlockSpec((1, n, d), lambda b, i: (b, 0, 0))],
-        out_specs=pl.BlockSpec((1, block, d), lambda b, i: (b, i, 0)),
-        interpret=True,
-    )(q, k, v)
-
-
-def _flash_attention(q, k, v, *, causal):
-    @jax.custom_vjp
-    def attn(q, k, v):
-        return _flash_forward(q, k, v, causal)
-
-    def fwd(q, k, v):
-        return attn(q, k, v), (q, k, v)
-
-    def bwd(res, g):
-        # The backward pass recomputes attention with plain JAX.
-        return jax.vjp(lambda *a: _attention_math(*a, causal), *res)[1](g)
-
-    attn.defvjp(fwd, bwd)
-    return attn(q, k, v)
-
-
-flash_attention = tk.jax_op("torch_tpu_test::flash_attention", _flash_attention,
-                            static_argnames=("causal",))
-
-
-class _Block(torch.nn.Module):
-    def __init__(self, d, heads, attention):
-        super().__init__()
-        self.heads, self.attention = heads, attention
-        self.qkv = torch.nn.Linear(d, 3 * d)
-        self.proj = torch.nn.Linear(d, d)
-        self.norm = torch.nn.LayerNorm(d)
-
-    def forward(self, x):
-        b, n, d = x.shape
-        q, k, v = self.qkv(self.norm(x)).split(d, dim=-1)
-        q, k, v = (t.reshape(b, n, self.heads, -1).transpose(1, 2).reshape(b * self.heads, n, -1)
-                   for t in (q, k, v))
-        if self.attention == "pallas":
-            o = flash_attention(q, k, v, causal=True)
-        else:
-            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        o = o.reshape(b, self.heads, n, -1).transpose(1, 2).reshape(b, n, d)
-        return x + self.proj(o)
+from pallas_attention import Block as _Block  # noqa: E402
 
 
 def test_pallas_flash_attention_in_a_model_matches_cpu_sdpa():

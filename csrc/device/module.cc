@@ -215,6 +215,19 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_device_name", [] { return device::Rt().device_name(); });
   m.def("_platform", [] { return device::Rt().platform(); });
+  m.def("_probe_plugin", [](const std::string& path) {
+    pjrt::PluginProbe p;
+    {
+      py::gil_scoped_release no_gil;
+      p = pjrt::Probe(path);
+    }
+    py::dict d;
+    d["api_version"] = py::make_tuple(p.major, p.minor);
+    py::dict attrs;
+    for (const auto& [k, v] : p.attributes) attrs[py::str(k)] = v;
+    d["attributes"] = attrs;
+    return d;
+  });
   m.def("_plugin_info", [] {
     auto& c = device::Rt().client();
     py::dict d;

@@ -1,4 +1,5 @@
 #include "lazy/runtime.h"
+#include "lazy/modes.h"
 
 #include <atomic>
 #include <cctype>
@@ -82,25 +83,69 @@ bool Runtime::initialized() {
 
 Runtime& Runtime::Get() {
   std::function<void()> hook;
+  std::string warning;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_runtime) return *g_runtime;
-    pjrt::PluginChoice choice =
-        pjrt::FindPlugin(g_config.explicit_path, g_config.platform, g_config.search_dirs);
-    const bool cpu = choice.platform == "cpu" ||
-                     (choice.platform.empty() &&
-                      choice.path.find("cpu", choice.path.rfind('/') + 1) != std::string::npos);
-    if (cpu) {
-      KeepCpuDotsOffXnnpack();
-      TuneHostMalloc();
-    }
+    std::vector<pjrt::PluginChoice> skipped;
+    const std::vector<pjrt::PluginChoice> choices =
+        pjrt::FindPlugins(g_config.explicit_path, g_config.platform, g_config.search_dirs, &skipped);
     auto rt = std::unique_ptr<Runtime>(new Runtime());
-    rt->client_ =
-        pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});
+    // Automatic mode (no platform or path given) falls back to the next
+    // plugin found when one loads but cannot make a client: libtpu on a
+    // machine without a TPU, a CUDA plugin without a usable GPU. Said once,
+    // as a warning, naming what failed.
+    std::string fallback;
+    size_t used = 0;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const pjrt::PluginChoice& choice = choices[i];
+      const bool cpu = choice.platform == "cpu" ||
+                       (choice.platform.empty() &&
+                        choice.path.find("cpu", choice.path.rfind('/') + 1) != std::string::npos);
+      if (cpu) {
+        KeepCpuDotsOffXnnpack();
+        TuneHostMalloc();
+      }
+      const bool tpu = choice.platform == "tpu" || choice.path.find("libtpu") != std::string::npos;
+      if (tpu && !pjrt::TpuPresent()) {
+        // Asked for explicitly on a machine without a chip: libtpu would
+        // query the GCE metadata server for minutes before failing.
+        ::setenv("TPU_SKIP_MDS_QUERY", "1", /*overwrite=*/0);
+      }
+      try {
+        rt->client_ =
+            pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});
+        used = i;
+        break;
+      } catch (const pjrt::Error& e) {
+        if (i + 1 == choices.size()) {
+          std::string msg = fallback.empty() ? std::string(e.what())
+                                             : fallback + "; " + choice.path + " failed too: " + e.what();
+          if (!g_config.platform.empty())
+            msg += " (TORCH_TPU_PLATFORM=" + g_config.platform +
+                   " restricts torch_tpu to this platform: unset it to use another installed "
+                   "plugin, such as the CPU plugin: pip install xla-cpu-pjrt)";
+          throw pjrt::Error(msg, e.code());
+        }
+        fallback += (fallback.empty() ? "" : "; ") + std::string("the ") + choice.platform +
+                    " plugin " + choice.path + " could not be used: " + e.what();
+      }
+    }
+    for (const pjrt::PluginChoice& s : skipped) {
+      fallback += (fallback.empty() ? "" : "; ") + std::string("the ") + s.platform + " plugin " +
+                  s.path + " is installed, but this machine has no " +
+                  (s.platform == "tpu" ? "TPU (no /dev/accel*, /dev/vfio/*, or Google TPU PCI device)"
+                                       : "GPU (no /dev/nvidia0)");
+    }
+    if (!fallback.empty()) {
+      warning = "torch_tpu: " + fallback + ". Using the " + choices[used].platform + " plugin " +
+                choices[used].path + " instead (set TORCH_TPU_PLATFORM to choose a platform).";
+    }
     rt->platform_ = rt->client_->platform_name();
     g_runtime = rt.release();  // lives for the process: buffers may outlive exit order
     hook = std::move(g_start_hook);
   }
+  if (!warning.empty()) Warn(warning);
   if (hook) hook();
   return *g_runtime;
 }

@@ -786,12 +786,13 @@ Client::~Client() {
 
 std::pair<int, int> Client::api_version() const { return api_->version(); }
 
-std::vector<std::pair<std::string, std::string>> Client::attributes() const {
+namespace {
+std::vector<std::pair<std::string, std::string>> AttributesOf(const Api& api) {
   std::vector<std::pair<std::string, std::string>> out;
-  auto* fn = PJRT_TRY_FN(*api_, PJRT_Plugin_Attributes);
+  auto* fn = PJRT_TRY_FN(api, PJRT_Plugin_Attributes);
   if (fn == nullptr) return out;  // an older plugin
   Args<PJRT_Plugin_Attributes_Args> a;
-  api_->Check(fn(a.get()), "PJRT_Plugin_Attributes");
+  api.Check(fn(a.get()), "PJRT_Plugin_Attributes");
   for (size_t i = 0; i < a->num_attributes; ++i) {
     const PJRT_NamedValue& v = a->attributes[i];
     std::string name(v.name, v.name_size), value;
@@ -816,6 +817,19 @@ std::vector<std::pair<std::string, std::string>> Client::attributes() const {
     out.emplace_back(std::move(name), std::move(value));
   }
   return out;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> Client::attributes() const {
+  return AttributesOf(*api_);
+}
+
+PluginProbe Probe(const std::string& path) {
+  std::shared_ptr<Api> api = LoadApi(path);
+  PluginProbe p;
+  std::tie(p.major, p.minor) = api->version();
+  p.attributes = AttributesOf(*api);
+  return p;
 }
 
 std::string Client::plugin_identity() const {

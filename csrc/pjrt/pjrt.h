@@ -59,6 +59,29 @@ struct PluginChoice {
 };
 PluginChoice FindPlugin(const std::string& explicit_path, const std::string& platform,
                         const std::vector<std::string>& search_dirs);
+// Every plugin found, in order of preference (the first is FindPlugin's):
+// automatic mode tries the next when a client cannot be created (libtpu
+// installed on a machine without a TPU). Throws as FindPlugin when none.
+// `skipped`, if given, receives the accelerator plugins found but passed
+// over in automatic mode because the machine has no such device.
+std::vector<PluginChoice> FindPlugins(const std::string& explicit_path, const std::string& platform,
+                                      const std::vector<std::string>& search_dirs,
+                                      std::vector<PluginChoice>* skipped = nullptr);
+// Whether a TPU chip is attached (/dev/accel*, /dev/vfio/<n>, or a Google
+// TPU PCI device). libtpu queries the GCE metadata server for minutes when
+// loaded on a machine without one, so it is loaded only with a chip, or
+// when asked for explicitly (then with TPU_SKIP_MDS_QUERY=1: it fails at
+// once instead).
+bool TpuPresent();
+
+// Loads a plugin (dlopen, GetPjrtApi, the API version check,
+// PJRT_Plugin_Initialize) and reads its attributes without creating a
+// client: what torch_tpu.info and the fallback's messages report.
+struct PluginProbe {
+  int major = 0, minor = 0;
+  std::vector<std::pair<std::string, std::string>> attributes;
+};
+PluginProbe Probe(const std::string& path);
 
 class Event {
  public:

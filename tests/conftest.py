@@ -70,6 +70,9 @@ def pytest_configure(config):
         "subprocesses(**runs): each run is (python code, extra env); the processes start "
         "right after collection and the subprocess_results fixture returns their "
         "CompletedProcess objects by name")
+    config.addinivalue_line(
+        "markers",
+        "libtpu: needs the libtpu wheel (pip install libtpu); skipped without it")
 
 
 def _lower_priority():

@@ -59,6 +59,8 @@ def collect() -> tuple[list[tuple[str, str]], str | None]:
             ("PJRT plugin", info["path"]),
             ("plugin platform", f"{info['platform']} (version {info['platform_version']})"),
             ("PJRT C API", "%d.%d" % tuple(info["api_version"])),
+            ("plugin attributes", ", ".join(f"{k} {v}" for k, v in sorted(info["attributes"].items()))
+             or "(none)"),
         ]
         n = torch.tpu.device_count()
         for i in range(n):

@@ -36,15 +36,27 @@ def metrics() -> dict:
     """
     m = dict(_C._metrics())
     cache = _C._cache_stats()
+    # The executor's own cache statistics, since the last reset.
+    for key, name in _FROM_CACHE.items():
+        m[name] = cache[key] - _baseline.get(key, 0)
     m["executables_cached"] = cache["cached"]
-    m["executables_evicted"] = cache["evicted"]
+    m["executables_evicted"] = cache["evicted"] - _baseline.get("evicted", 0)
     return m
+
+
+# metrics() key for each of _C._cache_stats()' counters it reports.
+_FROM_CACHE = {"launches": "programs_executed", "hits": "memory_hits", "disk_hits": "disk_hits",
+               "compiles": "compiles", "compile_seconds": "compile_seconds"}
+_baseline: dict = {}
 
 
 def reset() -> None:
     """Zeroes the counters (the caches are kept: a reset after warm-up shows
     what the steady state costs)."""
     _C._reset_metrics()
+    cache = _C._cache_stats()
+    _baseline.clear()
+    _baseline.update({k: cache[k] for k in (*_FROM_CACHE, "evicted")})
 
 
 def _bytes(n: int) -> str:

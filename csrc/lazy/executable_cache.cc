@@ -432,8 +432,6 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     bool quick, const std::function<const char*()>& cause) {
   bool hit = false;
   std::shared_ptr<Entry> entry = Lookup(key, &hit);
-  profiler::Counters& counters = profiler::counters();
-  if (hit) counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
   // Concurrent misses of one key compile once; the others wait here.
   std::call_once(entry->once, [&] {
     pjrt::Client& client = Runtime::Get().client();
@@ -456,8 +454,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
           std::atomic_store(&entry->exe, std::shared_ptr<pjrt::Executable>(std::move(exe)));
           entry->quick = quick && !full;
           const int64_t end_ns = profiler::NowNs();
-          counters.disk_hits.fetch_add(1, std::memory_order_relaxed);
-          counters.load_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
+          profiler::counters().load_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
           profiler::NoteCompileDone(name, "disk", why, (end_ns - start_ns) * 1e-9);
           if (profiler::Recording())
             profiler::OnCompile(name, "disk", fingerprint, 0, start_ns, end_ns, why);
@@ -481,8 +478,6 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int64_t end_ns = profiler::NowNs();
-    counters.misses.fetch_add(1, std::memory_order_relaxed);
-    counters.compile_ns.fetch_add(end_ns - start_ns, std::memory_order_relaxed);
     profiler::NoteCompileDone(name, "miss", why, secs);
     if (profiler::Recording())
       profiler::OnCompile(name, "miss", fingerprint, text.size(), start_ns, end_ns, why);

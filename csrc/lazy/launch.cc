@@ -123,7 +123,6 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
-  profiler::counters().programs_executed.fetch_add(1, std::memory_order_relaxed);
   done = DoneWithBuffers(std::move(done), bufs);
   if (tracing) profiler::OnLaunch(name, issued, profiler::NowNs(), KernelMeta(batch), done.get());
   std::vector<std::shared_ptr<const void>> hold(param_nodes.begin(), param_nodes.end());
@@ -174,7 +173,6 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
   }
-  profiler::counters().programs_executed.fetch_add(1, std::memory_order_relaxed);
   done = DoneWithBuffers(std::move(done), bufs);
   if (tracing)
     profiler::OnLaunch(c.name, issued, profiler::NowNs(),

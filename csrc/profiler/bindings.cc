@@ -36,16 +36,11 @@ void RegisterProfiler(py::module& m) {
   m.def("_metrics", [] {
     Counters& c = counters();
     py::dict d;
-    d["programs_executed"] = c.programs_executed.load();
     d["host_syncs"] = c.host_syncs.load();
     d["h2d_copies"] = c.h2d_copies.load();
     d["h2d_bytes"] = c.h2d_bytes.load();
     d["d2h_copies"] = c.d2h_copies.load();
     d["d2h_bytes"] = c.d2h_bytes.load();
-    d["memory_hits"] = c.memory_hits.load();
-    d["disk_hits"] = c.disk_hits.load();
-    d["compiles"] = c.misses.load();
-    d["compile_seconds"] = c.compile_ns.load() * 1e-9;
     d["load_seconds"] = c.load_ns.load() * 1e-9;
     KeyedCounts k = keyed_counts();
     d["host_sync_sites"] = Pairs(k.host_syncs);

@@ -296,8 +296,7 @@ KeyedCounts keyed_counts() {
 
 void ResetCounters() {
   Counters& c = counters();
-  for (auto* a : {&c.programs_executed, &c.host_syncs, &c.h2d_copies, &c.h2d_bytes, &c.d2h_copies,
-                  &c.d2h_bytes, &c.memory_hits, &c.disk_hits, &c.misses, &c.compile_ns, &c.load_ns})
+  for (auto* a : {&c.host_syncs, &c.h2d_copies, &c.h2d_bytes, &c.d2h_copies, &c.d2h_bytes, &c.load_ns})
     a->store(0);
   Keyed& k = keyed();
   std::lock_guard<std::mutex> lock(k.mu);

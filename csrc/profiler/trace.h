@@ -58,12 +58,12 @@ void OnCopy(bool to_device, size_t bytes, int64_t start_ns, int64_t end_ns);
 
 // ---- counters (torch_tpu.metrics) ----
 
+// (Programs executed, cache hits and compiles are the executor's own
+// CacheStats; torch_tpu.metrics reports them relative to its last reset.)
 struct Counters {
-  std::atomic<int64_t> programs_executed{0};
   std::atomic<int64_t> host_syncs{0};
   std::atomic<int64_t> h2d_copies{0}, h2d_bytes{0}, d2h_copies{0}, d2h_bytes{0};
-  std::atomic<int64_t> memory_hits{0}, disk_hits{0}, misses{0};
-  std::atomic<int64_t> compile_ns{0}, load_ns{0};
+  std::atomic<int64_t> load_ns{0};  // persistent-cache loads
 };
 Counters& counters();
 

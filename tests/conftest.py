@@ -73,6 +73,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "libtpu: needs the libtpu wheel (pip install libtpu); skipped without it")
+    config.addinivalue_line(
+        "markers",
+        "cuda_plugin: needs JAX's CUDA PJRT plugin wheel (pip install jax-cuda13-pjrt); skipped "
+        "without it")
 
 
 def _lower_priority():

@@ -13,6 +13,18 @@ import platform
 import sys
 
 
+def _client_options(info):
+    """The create options torch_tpu passed to the plugin (see README, Plugins)."""
+    import torch
+
+    from torch_tpu import _C
+
+    opts = dict(_C._platform_client_options(info["platform"], info["path"]))
+    if info["platform"] == "cpu":
+        opts["cpu_device_count"] = torch.tpu.device_count()
+    return opts
+
+
 def _dir_size(path: str) -> tuple[int, int]:
     entries = total = 0
     for root, _, files in os.walk(path):
@@ -61,6 +73,9 @@ def collect() -> tuple[list[tuple[str, str]], str | None]:
             ("PJRT C API", "%d.%d" % tuple(info["api_version"])),
             ("plugin attributes", ", ".join(f"{k} {v}" for k, v in sorted(info["attributes"].items()))
              or "(none)"),
+            ("client options", ", ".join(
+                f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                for k, v in _client_options(info).items()) or "(plugin defaults)"),
         ]
         n = torch.tpu.device_count()
         for i in range(n):

@@ -228,6 +228,27 @@ PYBIND11_MODULE(_C, m) {
     d["attributes"] = attrs;
     return d;
   });
+  // What torch_tpu would pass to (and set in the environment for) the
+  // plugin of `platform` at `path`, read from the current environment.
+  m.def("_platform_client_options", [](const std::string& platform, const std::string& path) {
+    const pjrt::ClientOptions o = pjrt::PlatformClientOptions({path, platform});
+    py::dict d;
+    for (const pjrt::NamedOption& v : o.platform_options) {
+      switch (v.kind) {
+        case pjrt::NamedOption::kInt64: d[py::str(v.name)] = v.i; break;
+        case pjrt::NamedOption::kFloat: d[py::str(v.name)] = v.f; break;
+        case pjrt::NamedOption::kBool: d[py::str(v.name)] = v.b; break;
+        case pjrt::NamedOption::kString: d[py::str(v.name)] = v.s; break;
+      }
+    }
+    if (!o.visible_devices.empty()) d["visible_devices"] = o.visible_devices;
+    return d;
+  }, py::arg("platform"), py::arg("path") = "");
+  m.def("_tpu_topology_env", [](int local_rank, int local_world_size) {
+    py::dict d;
+    for (const auto& [k, v] : pjrt::TpuTopologyEnv(local_rank, local_world_size)) d[py::str(k)] = v;
+    return d;
+  });
   m.def("_plugin_info", [] {
     auto& c = device::Rt().client();
     py::dict d;

@@ -140,7 +140,7 @@ at::Tensor XlaEngine::SendRecv(const at::Tensor& input, int src, int dst) {
 
 void RegisterDistClientOptions() {
   lazy::Runtime::SetOptionsProvider([](const pjrt::PluginChoice& choice) {
-    pjrt::ClientOptions opts;
+    pjrt::ClientOptions opts = pjrt::PlatformClientOptions(choice);
     const bool cpu = choice.platform == "cpu" ||
                      (choice.platform.empty() && choice.path.find("cpu") != std::string::npos);
     const char* engine = std::getenv("TORCH_TPU_DIST_ENGINE");

@@ -114,7 +114,8 @@ Runtime& Runtime::Get() {
       }
       try {
         rt->client_ =
-            pjrt::Client::Create(choice.path, g_options ? g_options(choice) : pjrt::ClientOptions{});
+            pjrt::Client::Create(choice.path, g_options ? g_options(choice)
+                                                         : pjrt::PlatformClientOptions(choice));
         used = i;
         break;
       } catch (const pjrt::Error& e) {

@@ -699,6 +699,38 @@ PJRT_NamedValue Int64Option(const char* name, const int64_t* values, size_t n, b
   return v;
 }
 
+std::vector<PJRT_NamedValue> NamedOptions(const std::vector<NamedOption>& in) {
+  std::vector<PJRT_NamedValue> out;
+  for (const NamedOption& o : in) {
+    PJRT_NamedValue v{};
+    v.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    v.name = o.name.c_str();
+    v.name_size = o.name.size();
+    v.value_size = 1;
+    switch (o.kind) {
+      case NamedOption::kInt64:
+        v.type = PJRT_NamedValue_kInt64;
+        v.int64_value = o.i;
+        break;
+      case NamedOption::kFloat:
+        v.type = PJRT_NamedValue_kFloat;
+        v.float_value = o.f;
+        break;
+      case NamedOption::kBool:
+        v.type = PJRT_NamedValue_kBool;
+        v.bool_value = o.b;
+        break;
+      case NamedOption::kString:
+        v.type = PJRT_NamedValue_kString;
+        v.string_value = o.s.c_str();
+        v.value_size = o.s.size();
+        break;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
 std::string BaseName(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -727,17 +759,18 @@ std::shared_ptr<Client> Client::Create(const std::string& plugin_path, const Cli
   // plugin not know the option either, fall back to its defaults.
   const std::string base = BaseName(plugin_path);
   const bool cpu = base.find("cpu") != std::string::npos;
+  const bool cuda = base.find("cuda") != std::string::npos;
+  std::vector<PJRT_NamedValue> options = NamedOptions(opts.platform_options);
+  if (cuda && !opts.visible_devices.empty()) {
+    options.push_back(Int64Option("visible_devices", opts.visible_devices.data(),
+                                  opts.visible_devices.size(), true));
+  }
   if (opts.num_nodes > 1) {
     // The CUDA plugin takes its place in the job as options; libtpu reads
     // its topology from the environment and needs only the store.
-    std::vector<PJRT_NamedValue> options;
-    if (base.find("cuda") != std::string::npos) {
+    if (cuda) {
       options.push_back(Int64Option("node_id", &opts.node_id, 1, false));
       options.push_back(Int64Option("num_nodes", &opts.num_nodes, 1, false));
-      if (!opts.visible_devices.empty()) {
-        options.push_back(Int64Option("visible_devices", opts.visible_devices.data(),
-                                      opts.visible_devices.size(), true));
-      }
     }
     client->client_ = CreateClient(*api, options, client->kv_store_.get());
   } else if (cpu) {
@@ -754,7 +787,7 @@ std::shared_ptr<Client> Client::Create(const std::string& plugin_path, const Cli
       }
     }
   } else {
-    client->client_ = CreateClient(*api, {});
+    client->client_ = CreateClient(*api, options);
   }
 
   Args<PJRT_Client_PlatformName_Args> name;

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct PJRT_Api;
@@ -181,6 +182,18 @@ struct KeyValueStore {
   std::function<void(const std::string& key, const std::string& value)> put;
 };
 
+// A create option for one platform's plugin (PJRT_NamedValue): plugins
+// reject names they do not know, so these are chosen per platform
+// (PlatformClientOptions).
+struct NamedOption {
+  enum Kind { kInt64, kFloat, kBool, kString } kind = kInt64;
+  std::string name;
+  int64_t i = 0;
+  float f = 0;
+  bool b = false;
+  std::string s;
+};
+
 struct ClientOptions {
   int64_t cpu_device_count = 1;  // passed only to the CPU plugin
   // Multi-process clients (accelerator plugins): this process's index, the
@@ -189,7 +202,27 @@ struct ClientOptions {
   int64_t node_id = 0, num_nodes = 1;
   std::vector<int64_t> visible_devices;
   std::shared_ptr<KeyValueStore> kv_store;
+  // Passed as they are (the CUDA plugin's allocator settings).
+  std::vector<NamedOption> platform_options;
 };
+
+// The create options torch_tpu sets on purpose for the plugin of `choice`,
+// from the environment (see README, "Plugins"):
+//  - cuda: memory on demand (preallocate false unless
+//    TORCH_TPU_CUDA_PREALLOCATE=1), memory_fraction (TORCH_TPU_CUDA_MEMORY_FRACTION,
+//    0.9 by default), allocator (TORCH_TPU_CUDA_ALLOCATOR: default, bfc,
+//    platform, cuda_async); under torchrun (LOCAL_WORLD_SIZE > 1) the
+//    process sees only GPU LOCAL_RANK (visible_devices).
+//  - tpu: under torchrun, one chip per process: TPU_VISIBLE_CHIPS=LOCAL_RANK
+//    and the rest of libtpu's topology variables (TpuTopologyEnv), set in
+//    the environment unless the user set them.
+// Throws Error (invalid argument) naming the variable for a bad value.
+ClientOptions PlatformClientOptions(const PluginChoice& choice);
+// libtpu's topology variables for one chip per process on one host:
+// TPU_VISIBLE_CHIPS, TPU_CHIPS_PER_PROCESS_BOUNDS, TPU_PROCESS_BOUNDS,
+// TPU_PROCESS_PORT, TPU_PROCESS_ADDRESSES, CLOUD_TPU_TASK_ID. Empty when
+// not under torchrun with more than one local process.
+std::vector<std::pair<std::string, std::string>> TpuTopologyEnv(int local_rank, int local_world_size);
 
 class Client {
  public:

@@ -23,6 +23,18 @@ def _python(code, env_extra, timeout=180):
                           text=True, timeout=timeout, env=env)
 
 
+def _init_in_child(env_extra, timeout=180):
+    """torch.tpu.is_available() and torch.tpu.init()'s error, in a fresh process."""
+    return _python("""
+        import torch, torch_tpu
+        print("available", torch.tpu.is_available())
+        try:
+            torch.tpu.init()
+        except RuntimeError as e:
+            print("error:", e)
+    """, env_extra, timeout=timeout)
+
+
 def _pjrt_header_dir():
     import xla_plugins.xla_cpu_pjrt as p  # the CPU plugin's wheel carries the C API header
 
@@ -60,14 +72,7 @@ def test_plugin_of_another_major_version_is_refused(other_major_plugin):
     with pytest.raises(RuntimeError, match=r"libfake_pjrt\.so implements PJRT C API 99\.3, but "
                                            r"this build uses API 0\.\d+ \(major versions must match\)"):
         _C._probe_plugin(other_major_plugin)
-    r = _python("""
-        import torch, torch_tpu
-        print("available", torch.tpu.is_available())
-        try:
-            torch.tpu.init()
-        except RuntimeError as e:
-            print("error:", e)
-    """, {"TORCH_TPU_PLUGIN_PATH": other_major_plugin})
+    r = _init_in_child({"TORCH_TPU_PLUGIN_PATH": other_major_plugin})
     assert "available False" in r.stdout, r.stdout + r.stderr
     assert "PJRT C API 99.3" in r.stdout and "major versions must match" in r.stdout
 
@@ -119,10 +124,8 @@ def test_libtpu_loads_and_negotiates_without_a_tpu():
     assert "stablehlo_current_version" in probe["attributes"]
 
 
-@pytest.mark.libtpu
-@libtpu_installed
-def test_auto_mode_falls_back_to_cpu_with_one_warning():
-    r = _python("""
+def _check_auto_mode_uses_cpu_with_one_warning(plugin_word):
+    r = _python(f"""
         import warnings, torch, torch_tpu
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -130,11 +133,17 @@ def test_auto_mode_falls_back_to_cpu_with_one_warning():
             y = (torch.ones(3, device="tpu") * 2).cpu()
         print("values", x.tolist(), y.tolist())
         print("platform", torch_tpu._C._platform())
-        print("warnings", sum("libtpu" in str(m.message) for m in w))
+        print("warnings", sum({plugin_word!r} in str(m.message) for m in w))
     """, {}, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "values [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]" in r.stdout
-    assert "platform cpu" in r.stdout and "warnings 1" in r.stdout
+    assert "platform cpu" in r.stdout and "warnings 1" in r.stdout, r.stdout
+
+
+@pytest.mark.libtpu
+@libtpu_installed
+def test_auto_mode_falls_back_to_cpu_with_one_warning():
+    _check_auto_mode_uses_cpu_with_one_warning("libtpu")
 
 
 @pytest.mark.libtpu
@@ -168,19 +177,7 @@ def test_cuda_plugin_loads_and_negotiates():
 @cuda_plugin_installed
 @no_gpu
 def test_cuda_plugin_without_a_gpu_auto_mode_uses_cpu_with_one_warning():
-    r = _python("""
-        import warnings, torch, torch_tpu
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            x = (torch.ones(3, device="tpu") + 1).cpu()
-            y = (torch.ones(3, device="tpu") * 2).cpu()
-        print("values", x.tolist(), y.tolist())
-        print("platform", torch_tpu._C._platform())
-        print("warnings", sum("cuda" in str(m.message) for m in w))
-    """, {}, timeout=120)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "values [2.0, 2.0, 2.0] [2.0, 2.0, 2.0]" in r.stdout
-    assert "platform cpu" in r.stdout and "warnings 1" in r.stdout, r.stdout
+    _check_auto_mode_uses_cpu_with_one_warning("cuda")
 
 
 @pytest.mark.cuda_plugin
@@ -191,14 +188,7 @@ def test_forced_cuda_platform_without_a_gpu_is_unavailable_and_our_options_are_a
     # looks for a GPU ("Unexpected option name passed to PJRT_Client_Create"),
     # so failing on the missing GPU shows the options torch_tpu sets (memory
     # on demand, memory fraction, allocator, torchrun's visible device) pass.
-    r = _python("""
-        import torch, torch_tpu
-        print("available", torch.tpu.is_available())
-        try:
-            torch.tpu.init()
-        except RuntimeError as e:
-            print("error:", e)
-    """, {"TORCH_TPU_PLATFORM": "cuda", "TORCH_TPU_CUDA_ALLOCATOR": "cuda_async",
+    r = _init_in_child({"TORCH_TPU_PLATFORM": "cuda", "TORCH_TPU_CUDA_ALLOCATOR": "cuda_async",
           "TORCH_TPU_CUDA_MEMORY_FRACTION": "0.5", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"},
         timeout=120)
     assert "available False" in r.stdout, r.stdout + r.stderr[-2000:]

@@ -63,6 +63,9 @@ torch.utils.generate_methods_for_privateuse1_backend(
 )
 
 from .tpu import Precision, precision  # noqa: E402,F401
+from . import backends as _backends  # noqa: E402
+
+_backends._install()
 
 
 def _wrap_set_float32_matmul_precision():

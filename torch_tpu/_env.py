@@ -17,6 +17,10 @@ class _Var:
 
 
 VARIABLES = (
+    _Var("TORCH_TPU_ALLOW_EXCESS_PRECISION", "0", "stable",
+         "1: the default of torch.backends.tpu.allow_excess_precision: XLA may keep a "
+         "bfloat16/float16 intermediate of a fused or compiled program at higher precision "
+         "instead of rounding it after each op as PyTorch does (read by the C++ runtime)."),
     _Var("TORCH_TPU_CACHE_PREFETCH", "1", "stable",
          "At start-up, a background thread loads from the persistent compilation cache the "
          "executables the same script asked for first in its last run, ahead of use; '0' "
@@ -27,6 +31,15 @@ VARIABLES = (
     _Var("TORCH_TPU_CPU_FALLBACK", "0", "stable",
          "1: ops without a tpu lowering run on the CPU (warning once per op) instead of "
          "raising NotImplementedError."),
+    _Var("TORCH_TPU_CUDA_ALLOCATOR", "", "stable",
+         "CUDA plugin: its allocator, 'default', 'bfc', 'platform' or 'cuda_async' (read by "
+         "the C++ runtime)."),
+    _Var("TORCH_TPU_CUDA_MEMORY_FRACTION", "0.9", "stable",
+         "CUDA plugin: the most GPU memory its allocator grows to, as a share (read by the "
+         "C++ runtime)."),
+    _Var("TORCH_TPU_CUDA_PREALLOCATE", "0", "stable",
+         "CUDA plugin: 1 lets it take its memory at start (off: memory on demand, as PyTorch "
+         "does; read by the C++ runtime)."),
     _Var("TORCH_TPU_DEFER_AND_FUSE", "0", "stable",
          "1: start in Fused Eager mode (EagerMode.DEFER_AND_FUSE)."),
     _Var("TORCH_TPU_DIST_CHECK", "1", "stable",
@@ -64,7 +77,8 @@ VARIABLES = (
     _Var("TORCH_TPU_PLATFORM", "", "stable",
          "Restrict plugin discovery to 'tpu', 'cuda' or 'cpu' (default: the best found)."),
     _Var("TORCH_TPU_PLUGIN_PATH", "", "stable",
-         "Path of a PJRT plugin .so to use instead of discovery."),    _Var("TORCH_TPU_QUICK_COMPILE_ELEMENTS", "1024", "experimental",
+         "Path of a PJRT plugin .so to use instead of discovery."),
+    _Var("TORCH_TPU_QUICK_COMPILE_ELEMENTS", "1024", "experimental",
          "CPU plugin: programs whose tensors hold at most this many elements are compiled "
          "without LLVM's optimizations and with XLA's elemental emitters (read by the C++ "
          "runtime); '0' compiles every program fully."),

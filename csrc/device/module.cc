@@ -9,6 +9,7 @@
 #include "device/allocator.h"
 #include "device/generator.h"
 #include "lazy/cache_limits.h"
+#include "lazy/batch.h"
 #include "lazy/executor.h"
 #include "lazy/modes.h"
 #include "aten/tensor_bridge.h"
@@ -338,6 +339,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_precision_override", &ops::SetPrecisionOverride);
   m.def("_get_precision_override", &ops::PrecisionOverride);
   m.def("_set_follow_torch_precision", &ops::SetFollowTorchPrecision);
+  m.def("_set_allow_excess_precision", &lazy::SetAllowExcessPrecision);
+  m.def("_allow_excess_precision", &lazy::AllowExcessPrecision);
   m.def("_follow_torch_precision", &ops::FollowTorchPrecision);
   m.def("_current_precision", [] { return static_cast<int64_t>(ops::CurrentPrecision()); });
   m.def("_set_cpu_fallback", &device::SetCpuFallback);

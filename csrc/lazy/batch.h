@@ -48,6 +48,13 @@ using Batch = std::vector<std::shared_ptr<PendingOp>>;
 // The largest tensor a program may hold to be compiled the quick way
 // (executable_cache.cc).
 int64_t QuickCompileElements();
+// torch.backends.tpu.allow_excess_precision (TORCH_TPU_ALLOW_EXCESS_PRECISION,
+// off by default): whether XLA may keep a low-precision intermediate of a
+// program (bf16, f16) at higher precision instead of rounding it where
+// PyTorch's eager ops would (xla_allow_excess_precision). Part of every
+// program's cache key.
+bool AllowExcessPrecision();
+void SetAllowExcessPrecision(bool allow);
 
 // One batch as a program: where every value comes from, which results
 // leave it, and its cache key.
@@ -75,6 +82,7 @@ struct Executor::Program {
   size_t num_sizes = 0;
   std::string key, name;
   bool quick = false;    // compiled with the cheap options of small programs
+  bool excess_precision = false;  // compiled with xla_allow_excess_precision
   std::string failure;   // an input's error: the results carry it, nothing runs
 
   // The program's StableHLO text (printed only on a cache miss).

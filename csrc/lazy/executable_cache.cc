@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -76,6 +77,7 @@ struct Executor::Entry {
   std::shared_ptr<pjrt::Executable> exe;
   std::atomic<bool> quick{false};  // exe was compiled the quick way
   std::atomic<int64_t> runs{0};    // requests while quick
+  bool excess_precision = false;   // compiled with xla_allow_excess_precision
   std::string error;
   bool requested = true;  // false while only prefetched
   uint64_t last_use = 0;   // Executor::use_clock_ at the last request
@@ -416,24 +418,43 @@ static std::string CpuCodegenSplit() {
                                     std::clamp<int64_t>(threads / 2, 1, 8));
 }
 
-static const std::string& CompileOptions(bool quick) {
-  static const std::string normal = pjrt::EncodeCompileOptions() + CpuCodegenSplit();
+namespace {
+std::atomic<bool> g_excess_precision{[] {
+  const char* v = std::getenv("TORCH_TPU_ALLOW_EXCESS_PRECISION");
+  return v != nullptr && (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0);
+}()};
+}  // namespace
+
+bool AllowExcessPrecision() { return g_excess_precision.load(std::memory_order_relaxed); }
+void SetAllowExcessPrecision(bool allow) { g_excess_precision.store(allow); }
+
+// XLA's default lets a plugin keep a bf16/f16 intermediate in f32 across
+// the ops of one program (the TPU and GPU compilers drop the rounding
+// converts); PyTorch rounds every op's result, so that is off unless
+// torch.backends.tpu.allow_excess_precision is set.
+static const std::string& CompileOptions(bool quick, bool excess_precision) {
+  static const std::string base = pjrt::EncodeCompileOptions() + CpuCodegenSplit();
+  static const std::string normal[2] = {
+      base + pjrt::EncodeBoolOptionOverride("xla_allow_excess_precision", false),
+      base + pjrt::EncodeBoolOptionOverride("xla_allow_excess_precision", true)};
   // xla_cpu_enable_fast_min_max=false: the elemental emitters' min and max
   // then propagate NaN, as torch.maximum / clamp do.
-  static const std::string cheap =
-      normal + pjrt::EncodeOptionOverride("xla_backend_optimization_level", int64_t{0}) +
+  static const std::string quick_options =
+      pjrt::EncodeOptionOverride("xla_backend_optimization_level", int64_t{0}) +
       pjrt::EncodeBoolOptionOverride("xla_cpu_use_fusion_emitters", false) +
       pjrt::EncodeBoolOptionOverride("xla_cpu_enable_fast_min_max", false);
-  return quick ? cheap : normal;
+  static const std::string cheap[2] = {normal[0] + quick_options, normal[1] + quick_options};
+  return quick ? cheap[excess_precision] : normal[excess_precision];
 }
 
 std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     const std::string& key, const std::string& name, const std::function<std::string()>& print,
-    bool quick, const std::function<const char*()>& cause) {
+    bool quick, const std::function<const char*()>& cause, bool excess_precision) {
   bool hit = false;
   std::shared_ptr<Entry> entry = Lookup(key, &hit);
   // Concurrent misses of one key compile once; the others wait here.
   std::call_once(entry->once, [&] {
+    entry->excess_precision = excess_precision;  // the key holds it too
     pjrt::Client& client = Runtime::Get().client();
     const std::string& identity = CacheIdentity();
     auto t0 = std::chrono::steady_clock::now();
@@ -469,7 +490,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
     try {
       profiler::CompileWatch watch(name);
       std::atomic_store(&entry->exe,
-                        std::shared_ptr<pjrt::Executable>(client.Compile(text, CompileOptions(quick))));
+                        std::shared_ptr<pjrt::Executable>(client.Compile(text, CompileOptions(quick, excess_precision))));
       entry->quick = quick;
     } catch (const std::exception& e) {
       entry->error = "tpu: compiling " + name + " failed: " + e.what() + "\nProgram:\n" + text;
@@ -501,7 +522,7 @@ std::shared_ptr<pjrt::Executable> Executor::GetExecutable(
         auto it = cache_.find(key);
         if (it != cache_.end() && it->second == entry) cache_.erase(it);
       }
-      return GetExecutable(key, name, print, quick, cause);
+      return GetExecutable(key, name, print, quick, cause, excess_precision);
     }
     throw std::runtime_error(entry->error);
   }
@@ -524,7 +545,7 @@ void Executor::TierUp(Entry& entry, const std::string& key, const std::string& n
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<pjrt::Executable> full;
   try {
-    full = Runtime::Get().client().Compile(print(), CompileOptions(false));
+    full = Runtime::Get().client().Compile(print(), CompileOptions(false, entry.excess_precision));
   } catch (const std::exception&) {
     entry.quick = false;  // the quick executable stays in use
     return;

@@ -160,7 +160,8 @@ class Executor {
   std::shared_ptr<pjrt::Executable> GetExecutable(const std::string& key, const std::string& name,
                                                   const std::function<std::string()>& print,
                                                   bool quick = false,
-                                                  const std::function<const char*()>& cause = nullptr);
+                                                  const std::function<const char*()>& cause = nullptr,
+                                                  bool excess_precision = false);
   void TierUp(Entry& entry, const std::string& key, const std::string& name,
               const std::function<std::string()>& print);
   void NoteFirstUseLocked(const std::string& key);

@@ -90,7 +90,7 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
   std::shared_ptr<pjrt::Executable> exe;
   try {
     exe = GetExecutable(prog.key, prog.name, [&] { return prog.Print(batch); }, prog.quick,
-                        [&] { return CompileCause(batch, prog); });
+                        [&] { return CompileCause(batch, prog); }, prog.excess_precision);
   } catch (const std::exception& e) {
     const std::string msg = std::string(e.what()) + "\n(issued by: " + Issued(batch) + ")";
     FailAll(prog.live, msg);

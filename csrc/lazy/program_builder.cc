@@ -186,7 +186,8 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
   // way against 0.1 ms fully optimized (benchmarks/dispatch.py).
   constexpr size_t kQuickCompileMaxOps = 8;
   prog.quick = !float8 && batch.size() <= kQuickCompileMaxOps && largest <= QuickCompileElements();
-  k.Int(prog.quick);
+  prog.excess_precision = AllowExcessPrecision();
+  k.Int(static_cast<int64_t>(prog.quick) | (static_cast<int64_t>(prog.excess_precision) << 1));
   // Bounded dynamism (capture only): (parameter, dim, size) triples.
   auto& dyn = prog.dyn;
   if (capture) {

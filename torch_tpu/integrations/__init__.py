@@ -1,7 +1,55 @@
 """Small adapters that let libraries which name devices themselves accept
-the tpu device. Each is installed at import only when its library is."""
+the tpu device. Each is installed only when its library is: at import for
+safetensors, and when the library's module is first imported for the others
+(a post-import hook), so ``import torch`` does not import them."""
 
+import importlib.abc
 import importlib.util
+import sys
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Runs a function on a module right after its first import."""
+
+    def __init__(self):
+        self.hooks = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        hook = self.hooks.get(fullname)
+        if hook is None:
+            return None
+        # Find the real spec with the other finders, then wrap its loader.
+        self.hooks.pop(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.hooks.setdefault(fullname, hook)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+        hooks = self.hooks
+
+        def exec_then_hook(module):
+            exec_module(module)
+            if hooks.pop(fullname, None) is not None:
+                hook(module)
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+_finder = _PostImportFinder()
+
+
+def when_imported(name, hook) -> None:
+    """Call hook(module) once module `name` is imported (now if it is)."""
+    if name in sys.modules:
+        hook(sys.modules[name])
+        return
+    _finder.hooks[name] = hook
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
 
 
 def install() -> None:
@@ -9,3 +57,6 @@ def install() -> None:
         from . import safetensors as _safetensors
 
         _safetensors.install()
+    from . import accelerate as _accelerate
+
+    when_imported("accelerate.state", _accelerate.install)

@@ -43,13 +43,10 @@ How Trainer finds tpu (transformers 5.24, accelerate 1.15):
   PrivateUse1 device qualifies, so ``TrainingArguments().device`` is
   ``tpu:0`` and Trainer moves the model there, with no patching.
 * accelerate's ``PartialState().default_device`` knows no "tpu" (it checks
-  mps/mlu/sdaa/musa/npu/hpu/cuda/xpu/neuron, then says "cpu"), so the
-  DataLoader that Trainer prepares through accelerate puts batches on the CPU
-  and the first forward fails ("expected all tensors to be on the same
-  device, tpu:0 and cpu"). accelerate's own override
-  ``ACCELERATE_TORCH_DEVICE=tpu`` fixes that (``TRAINER_ENV``); without it,
-  accelerate's ``default_device`` would have to fall back to
-  ``torch.accelerator.current_accelerator()``.
+  mps/mlu/sdaa/musa/npu/hpu/cuda/xpu/neuron, then says "cpu"); torch_tpu's
+  adapter (``torch_tpu/integrations/accelerate.py``) makes it say tpu, so
+  the DataLoader that Trainer prepares through accelerate puts batches on
+  the model's device.
 * Trainer's default optimizer is ``adamw_torch_fused``
   (``torch.optim.AdamW(fused=True)``, i.e. ``aten::_fused_adamw_``).
 * Trainer re-ties tied weights after moving the model only for torch_xla
@@ -833,27 +830,6 @@ class _TinyLMDataset(torch.utils.data.Dataset):
                     labels=self.ids[i])
 
 
-@contextlib.contextmanager
-def _env(**values):
-    """Sets environment variables that are not set already, inside the block."""
-    added = {k: v for k, v in values.items() if k not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for k in added:
-            os.environ.pop(k, None)
-
-
-# accelerate (1.15) has no notion of a "tpu" torch device: its
-# PartialState().default_device knows cuda/xpu/npu/hpu/mlu/musa/sdaa/neuron/mps
-# and otherwise says "cpu", so the DataLoader that Trainer prepares through it
-# places batches on the CPU while TrainingArguments.device (transformers'
-# is_torch_tpu_available()) put the model on tpu:0. accelerate's own override,
-# ACCELERATE_TORCH_DEVICE, names the device instead.
-TRAINER_ENV = dict(ACCELERATE_TORCH_DEVICE="tpu")
-
-
 def _trainer_run(use_cpu: bool, steps: int) -> Tuple[List[float], torch.nn.Module]:
     import tempfile
     from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
@@ -878,8 +854,7 @@ def check_trainer(mode: Mode, steps: int = 3) -> float:
     with _quiet():
         with _stage("cpu reference"):
             expected, _ = _trainer_run(True, steps)
-        with _stage("trainer"), mode.context(), highest_precision(), \
-                _env(**TRAINER_ENV):
+        with _stage("trainer"), mode.context(), highest_precision():
             actual, model = _trainer_run(False, steps)
     device = next(model.parameters()).device
     if device.type != "tpu":

@@ -28,6 +28,8 @@ setup() {
   fi
   if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  # TorchTitan's declared dependencies conflict with the pins above (see the file).
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
   # The extension builds against the installed torch (no build isolation).
   TORCH_TPU_BUILD_TESTS=ON "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     --no-build-isolation --no-deps -e .

@@ -60,3 +60,6 @@ def install() -> None:
     from . import accelerate as _accelerate
 
     when_imported("accelerate.state", _accelerate.install)
+    from . import fbgemm as _fbgemm
+
+    when_imported("fbgemm_gpu", _fbgemm.install)

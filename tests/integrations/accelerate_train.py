@@ -1,8 +1,9 @@
 """Trains a tiny model with Hugging Face Accelerate on the device Accelerate
 picks by itself (tpu with torch_tpu loaded), or on the CPU (--cpu): gradient
 accumulation, save_state / load_state, optional bf16 mixed precision. Prints
-one JSON line: losses, the losses after reloading the saved state, the
-device, the distributed type. Run directly or under torchrun."""
+a JSON file per process (--result PREFIX: PREFIX.rank<N>.json): losses, the
+losses after reloading the saved state, the device, the distributed type.
+Run directly or under torchrun."""
 
 import argparse
 import json
@@ -18,6 +19,7 @@ def main():
     p.add_argument("--cpu", action="store_true")
     p.add_argument("--mixed-precision", default="no")
     p.add_argument("--state-dir", required=True)
+    p.add_argument("--result", required=True)
     p.add_argument("--steps", type=int, default=8)
     a = p.parse_args()
     from accelerate import Accelerator
@@ -57,12 +59,14 @@ def main():
     acc.load_state(a.state_dir)  # back to the middle: the second half again
     again = run(batches[half:])
     weight = acc.unwrap_model(model)[0].weight
-    print(json.dumps({
+    result = {
         "losses": first + second, "again": again, "device": str(acc.device),
         "param_device": str(weight.device), "batch_device": str(batches[0][0].device),
         "distributed_type": str(acc.distributed_type), "num_processes": acc.num_processes,
         "rank": acc.process_index, "mixed_precision": acc.mixed_precision,
-        "local_rank": os.environ.get("LOCAL_RANK")}))
+        "local_rank": os.environ.get("LOCAL_RANK")}
+    with open(f"{a.result}.rank{acc.process_index}.json", "w") as f:
+        json.dump(result, f)
     acc.end_training()  # destroys the process group under a launcher
 
 

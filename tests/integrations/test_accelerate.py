@@ -23,12 +23,15 @@ def _run(tmp_path, name, *args, nproc=1):
         # --standalone: a free port of its own (--master-port 0 hangs torchrun's workers).
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                "--nproc-per-node", str(nproc), SCRIPT]
-    r = subprocess.run(cmd + ["--state-dir", str(state), *args], capture_output=True, text=True,
-                       timeout=180, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    result = tmp_path / f"{name}-result"
+    r = subprocess.run(cmd + ["--state-dir", str(state), "--result", str(result), *args],
+                       capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
-    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == nproc, r.stdout
-    return sorted(rows, key=lambda row: row["rank"])
+    rows = [json.loads((tmp_path / f"{name}-result.rank{rank}.json").read_text())
+            for rank in range(nproc)]
+    assert [row["rank"] for row in rows] == list(range(nproc))
+    return rows
 
 
 def _check_same_training(tpu, cpu, rtol):

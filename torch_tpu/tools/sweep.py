@@ -1,0 +1,335 @@
+"""Sweeps over every architecture of an installed model library, built from
+a shrunk default configuration with random weights, on CPU and on tpu.
+
+    python -m torch_tpu.tools.sweep transformers [--kind causal-lm|base]
+        [--modes strict,compile] [--only llama,mistral] [--limit N]
+        [--timeout 300] [--jsonl results.jsonl]
+
+Each architecture runs in a child process with a time limit: the model is
+built on the CPU (seeded, dropout off), run forward and one training step
+(loss, gradients, an SGD step) on the CPU, then the same on tpu in each mode
+at HIGHEST matmul precision, compared with the tolerances of
+``torch_tpu.tools.validate``. One line per architecture and mode, then a
+summary: passed, failed (with the first error), skipped because the CPU
+itself fails (or the architecture needs inputs the sweep does not make).
+
+The shrinking is written once, for every configuration: depth to 2 layers,
+widths to 64, 4 heads (2 key-value heads), 4 experts (2 per token), a small
+vocabulary; lists with one entry per layer are cut to the new depth, and
+sub-configurations (text, vision, ...) are shrunk the same way. A setting
+the configuration class rejects is dropped and the model built again.
+"""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+
+# Configuration attributes and the values they shrink to (only ever made
+# smaller; an attribute a configuration lacks is left out).
+DEPTH = 2
+SHRINK: Dict[str, int] = {
+    **{k: DEPTH for k in (
+        "num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_decoder_layers",
+        "num_encoder_layers", "encoder_layers", "decoder_layers", "num_blocks")},
+    **{k: 64 for k in ("hidden_size", "n_embd", "d_model", "dim", "embed_dim", "model_dim",
+                       "word_embed_proj_dim")},
+    **{k: 128 for k in ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "encoder_ffn_dim",
+                        "decoder_ffn_dim", "ffn_hidden_size", "mlp_dim")},
+    **{k: 4 for k in ("num_attention_heads", "n_head", "n_heads", "encoder_attention_heads",
+                      "decoder_attention_heads", "num_heads")},
+    **{k: 2 for k in ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num")},
+    **{k: 16 for k in ("head_dim", "kv_channels", "d_kv", "attention_head_dim")},
+    **{k: 4 for k in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts",
+                      "num_routed_experts")},
+    **{k: 2 for k in ("num_experts_per_tok", "moe_topk", "num_selected_experts", "top_k_experts")},
+    **{k: 32 for k in ("moe_intermediate_size", "shared_expert_intermediate_size",
+                       "expert_intermediate_size")},
+    # Multi-head latent attention.
+    "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16, "q_lora_rank": 32,
+    "kv_lora_rank": 16,
+    "vocab_size": 256,
+    "max_position_embeddings": 128,
+}
+SEQ = 16
+BATCH = 2
+
+
+# Derived from other settings in these configurations (multi-head latent
+# attention: head_dim is the rope part), so not shrunk on its own.
+_DERIVED = {"head_dim": "qk_rope_head_dim"}
+
+
+def _shrunk_kwargs(config_cls, drop=(), depth=DEPTH) -> Dict[str, Any]:
+    """Keyword arguments that shrink `config_cls`'s default configuration to
+    `depth` layers; lists with one entry per layer keep their first `depth`."""
+    from transformers import PretrainedConfig
+
+    default = config_cls()
+    original = _depth(default)
+    kwargs: Dict[str, Any] = {}
+    for key, value in SHRINK.items():
+        if key in drop or not hasattr(default, key):
+            continue
+        if key in _DERIVED and hasattr(default, _DERIVED[key]):
+            continue
+        if value == DEPTH:
+            value = depth
+        current = getattr(default, key)
+        if isinstance(current, int) and not isinstance(current, bool) and current > value:
+            kwargs[key] = value
+    for key, value in vars(default).items():
+        if key in drop:
+            continue
+        if isinstance(value, PretrainedConfig):
+            sub = value.to_dict()
+            sub.update(_shrunk_kwargs(type(value), drop, depth))
+            kwargs[key] = sub
+        elif (isinstance(value, list) and original and len(value) == original
+              and original > depth):
+            kwargs[key] = value[:depth]
+    return kwargs
+
+
+def _depth(config) -> Optional[int]:
+    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
+        value = getattr(config, key, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _cut_layer_lists(config, original: Optional[int]) -> None:
+    """Lists with one entry per layer (layer_types, ...) cut to the new depth."""
+    from transformers import PretrainedConfig
+
+    depth = _depth(config)
+    if original and depth and depth < original:
+        for key, value in list(vars(config).items()):
+            if isinstance(value, list) and len(value) == original:
+                setattr(config, key, value[:depth])
+    for value in list(vars(config).values()):
+        if isinstance(value, PretrainedConfig):
+            _cut_layer_lists(value, _depth(type(value)()))
+
+
+def shrunk_config(config_cls, depth=DEPTH):
+    """The shrunk configuration; settings the class refuses are dropped, one
+    at a time, until it builds."""
+    dropped: List[str] = []
+    last: Optional[BaseException] = None
+    for _ in range(len(SHRINK) + 1):
+        kwargs = _shrunk_kwargs(config_cls, dropped, depth)
+        try:
+            config = config_cls(**kwargs)
+            _cut_layer_lists(config, _depth(config_cls()))
+            return config, dropped
+        except Exception as e:  # noqa: BLE001 - a refused setting: try without it
+            last = e
+            bad = next((k for k in kwargs if k not in dropped and k in str(e)), None)
+            if bad is None:
+                bad = next((k for k in kwargs if k not in dropped), None)
+            if bad is None:
+                break
+            dropped.append(bad)
+    raise RuntimeError(f"cannot shrink {config_cls.__name__}: {last}")
+
+
+def architectures(kind: str) -> List[Tuple[str, str, str]]:
+    """(model type, config class, model class) of every architecture of the
+    installed transformers of this kind."""
+    from transformers.models.auto import configuration_auto, modeling_auto
+
+    mapping = {"causal-lm": modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+               "base": modeling_auto.MODEL_MAPPING_NAMES}[kind]
+    configs = configuration_auto.CONFIG_MAPPING_NAMES
+    out = []
+    for model_type, cls in mapping.items():
+        if isinstance(cls, (list, tuple)):
+            cls = cls[0]
+        if model_type in configs:
+            out.append((model_type, configs[model_type], cls))
+    return sorted(out)
+
+
+class NotApplicable(Exception):
+    """The sweep cannot build or feed this architecture (not a tpu failure)."""
+
+
+def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH):
+    """The validate.Case of one architecture: a shrunk model on the CPU and
+    token inputs (a causal LM trains on its own tokens; a base model on the
+    mean square of its first output)."""
+    import torch
+    import transformers
+
+    from . import validate as V
+
+    config_cls = getattr(transformers, config_name)
+    model_cls = getattr(transformers, model_name, None)
+    if model_cls is None:
+        raise NotApplicable(f"transformers has no {model_name}")
+    config, dropped = shrunk_config(config_cls, depth)
+    try:
+        model = V._make(model_cls, config)
+    except Exception as e:  # noqa: BLE001
+        raise NotApplicable(f"building {model_name} on the CPU failed: {V._first_line(e)}") from e
+    if getattr(model, "main_input_name", "input_ids") != "input_ids":
+        raise NotApplicable(f"inputs are {model.main_input_name}, not tokens")
+    n = sum(p.numel() for p in model.parameters())
+    if n > 30_000_000:
+        raise NotApplicable(f"{n / 1e6:.0f}M parameters after shrinking")
+    vocab = getattr(config, "vocab_size", None) or getattr(
+        getattr(config, "text_config", None), "vocab_size", None) or 256
+    ids = torch.randint(3, min(int(vocab), 256), (BATCH, SEQ), generator=V._gen())
+    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+    inputs = dict(input_ids=ids, attention_mask=mask)
+    if kind == "causal-lm":
+        return V.Case(model, inputs, dict(inputs, labels=ids)), dropped
+
+    def first_output_loss(out):
+        t = next(iter(V._tensors(out, "").values()))
+        return t.float().pow(2).mean()
+
+    return V.Case(model, inputs, inputs, loss=first_output_loss), dropped
+
+
+def run_one(kind: str, model_type: str, config_name: str, model_name: str,
+            modes: List[str]) -> Dict[str, Any]:
+    """Checks one architecture in this process (the child's work)."""
+    from . import validate as V
+
+    row: Dict[str, Any] = {"type": model_type, "model": model_name, "results": {}}
+    # A hybrid model may need more layers than two to hold one layer of each
+    # kind (an attention layer every 4th or 8th): deeper when the CPU fails.
+    for depth in (DEPTH, 4, 8):
+        try:
+            case, dropped = build_case(kind, config_name, model_name, depth)
+            row["dropped"], row["depth"] = dropped, depth
+            family = V.Family(model_type, "sweep", lambda: case)
+            with V._stage("cpu reference"):
+                ref = V.reference(family, generate=False)
+            break
+        except NotApplicable as e:
+            row["skipped"] = str(e)
+            return row
+        except Exception as e:  # noqa: BLE001 - the CPU itself fails
+            row["skipped"] = f"CPU fails: {V._first_line(e)}"
+    else:
+        return row
+    row.pop("skipped", None)
+    for name in modes:
+        mode = V.get_mode(name)
+        why = mode.skip_reason()
+        if why:
+            row["results"][name] = f"skipped: {why}"
+            continue
+        try:
+            worst = V.check(family, mode, ref=ref, generate=False)
+            row["results"][name] = f"pass ({worst:.1e})"
+        except Exception as e:  # noqa: BLE001 - reported per mode
+            row["results"][name] = f"FAIL: {V._first_line(e)}"
+    return row
+
+
+def _child(argv: List[str]) -> int:
+    kind, model_type, config_name, model_name, modes = argv
+    row = run_one(kind, model_type, config_name, model_name, modes.split(","))
+    print("SWEEP-ROW " + json.dumps(row), flush=True)
+    return 0
+
+
+def _run_child(kind, arch, modes, timeout) -> Dict[str, Any]:
+    model_type, config_name, model_name = arch
+    cmd = [sys.executable, "-m", "torch_tpu.tools.sweep", "--child", kind, model_type, config_name,
+           model_name, ",".join(modes)]
+    row = {"type": model_type, "model": model_name, "results": {}}
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        row["results"] = {m: f"FAIL: over the {timeout} s limit" for m in modes}
+        return row
+    for line in r.stdout.splitlines():
+        if line.startswith("SWEEP-ROW "):
+            return json.loads(line[len("SWEEP-ROW "):])
+    tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+    row["results"] = {m: f"FAIL: child exited {r.returncode}: {tail[:200]}" for m in modes}
+    return row
+
+
+def _cause(result: str) -> str:
+    """A failure's cause, for the summary: the first error without numbers."""
+    import re
+
+    text = result.split(": ", 1)[-1]
+    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", text)[:120]
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        return _child(argv[1:])
+    p = argparse.ArgumentParser(prog="python -m torch_tpu.tools.sweep",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("library", choices=["transformers"])
+    p.add_argument("--kind", choices=["causal-lm", "base"], default="causal-lm")
+    p.add_argument("--modes", default="strict", help="comma-separated validate modes")
+    p.add_argument("--only", help="comma-separated model types")
+    p.add_argument("--limit", type=int, help="the first N architectures only")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per architecture")
+    p.add_argument("--jsonl", help="also write one JSON row per architecture here")
+    a = p.parse_args(argv)
+    archs = architectures(a.kind)
+    if a.only:
+        wanted = set(a.only.split(","))
+        archs = [x for x in archs if x[0] in wanted]
+    if a.limit:
+        archs = archs[:a.limit]
+    modes = a.modes.split(",")
+    counts = collections.Counter()
+    causes = collections.Counter()
+    out = open(a.jsonl, "w") if a.jsonl else None
+    start = time.time()
+    for arch in archs:
+        t = time.time()
+        row = _run_child(a.kind, arch, modes, a.timeout)
+        secs = time.time() - t
+        if out:
+            out.write(json.dumps(dict(row, seconds=round(secs, 1))) + "\n")
+            out.flush()
+        if "skipped" in row:
+            counts["skipped"] += 1
+            print(f"{arch[0]:<28} {'-':<8} skipped: {row['skipped'][:150]}", flush=True)
+            continue
+        for mode in modes:
+            result = row["results"].get(mode, "FAIL: no result")
+            status = "passed" if result.startswith("pass") else (
+                "mode skipped" if result.startswith("skipped") else "failed")
+            counts[f"{mode} {status}"] += 1
+            if status == "failed":
+                causes[_cause(result)] += 1
+            print(f"{arch[0]:<28} {mode:<8} {result[:160]}  ({secs:.0f} s)", flush=True)
+    if out:
+        out.close()
+    ran = len(archs) - counts["skipped"]
+    print(f"\n{len(archs)} architectures ({a.kind}), {counts['skipped']} skipped "
+          f"(CPU fails or not token inputs), {time.time() - start:.0f} s")
+    for mode in modes:
+        passed = counts[f"{mode} passed"]
+        print(f"{mode}: {passed}/{ran} passed ({100 * passed / max(ran, 1):.1f}%)")
+    for cause, n in causes.most_common(20):
+        print(f"  {n:3d}  {cause}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,6 +54,9 @@ SHRINK: Dict[str, int] = {
     **{k: 2 for k in ("num_experts_per_tok", "moe_topk", "num_selected_experts", "top_k_experts")},
     **{k: 32 for k in ("moe_intermediate_size", "shared_expert_intermediate_size",
                        "expert_intermediate_size")},
+    # Expert groups of DeepSeek-style routers (experts per group must stay >= 1).
+    "n_group": 1, "topk_group": 1,
+    "rotary_dim": 8,
     # Multi-head latent attention.
     "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16, "q_lora_rank": 32,
     "kv_lora_rank": 16,
@@ -69,40 +72,76 @@ BATCH = 2
 _DERIVED = {"head_dim": "qk_rope_head_dim"}
 
 
+_TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id",
+              "sep_token_id", "cls_token_id", "mask_token_id", "unk_token_id")
+
+
+def _get(config, key):
+    """getattr that treats any error as a missing attribute (some configs
+    raise their own errors for per-layer settings)."""
+    try:
+        return getattr(config, key)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _shrunk_kwargs(config_cls, drop=(), depth=DEPTH) -> Dict[str, Any]:
     """Keyword arguments that shrink `config_cls`'s default configuration to
-    `depth` layers; lists with one entry per layer keep their first `depth`."""
+    `depth` layers; lists with one entry per layer keep their first `depth`,
+    lists of layer indices keep those below it (at least the last layer),
+    and token ids stay inside the smaller vocabulary."""
     from transformers import PretrainedConfig
 
     default = config_cls()
     original = _depth(default)
     kwargs: Dict[str, Any] = {}
     for key, value in SHRINK.items():
-        if key in drop or not hasattr(default, key):
+        current = _get(default, key)
+        if key in drop or current is None:
             continue
-        if key in _DERIVED and hasattr(default, _DERIVED[key]):
+        if key in _DERIVED and _get(default, _DERIVED[key]) is not None:
             continue
         if value == DEPTH:
             value = depth
-        current = getattr(default, key)
         if isinstance(current, int) and not isinstance(current, bool) and current > value:
             kwargs[key] = value
+    # Named variants of the same widths (vocab_size_per_layer_input,
+    # hidden_size_per_layer_input, text_intermediate_size, ...).
+    for key, current in vars(default).items():
+        if key in drop or key in kwargs or isinstance(current, bool) or not isinstance(current, int):
+            continue
+        for part, value in (("vocab_size", SHRINK["vocab_size"]), ("hidden_size", 64),
+                            ("intermediate_size", 128)):
+            if part in key and current > value:
+                kwargs[key] = value
+                break
+    vocab = kwargs.get("vocab_size")
+    for i, key in enumerate(k for k in _TOKEN_IDS if k not in drop):
+        current = _get(default, key)
+        if vocab and isinstance(current, int) and current >= vocab:
+            kwargs[key] = i
+        elif vocab and isinstance(current, list) and any(t >= vocab for t in current):
+            kwargs[key] = [i]
     for key, value in vars(default).items():
         if key in drop:
             continue
         if isinstance(value, PretrainedConfig):
-            sub = value.to_dict()
-            sub.update(_shrunk_kwargs(type(value), drop, depth))
-            kwargs[key] = sub
-        elif (isinstance(value, list) and original and len(value) == original
-              and original > depth):
-            kwargs[key] = value[:depth]
+            sub = _shrunk_kwargs(type(value), drop, depth)
+            if sub:  # passed through the config's dict form only when something shrinks
+                kwargs[key] = dict(value.to_dict(), **sub)
+        elif isinstance(value, list) and original and original > depth:
+            if len(value) == original:
+                kwargs[key] = value[:depth]
+            elif ("layer" in key or "idx" in key) and value and all(
+                    isinstance(v, int) and not isinstance(v, bool) and 0 <= v < original
+                    for v in value):
+                kwargs[key] = [v for v in value if v < depth] or [depth - 1]
     return kwargs
 
 
 def _depth(config) -> Optional[int]:
     for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
-        value = getattr(config, key, None)
+        value = _get(config, key)
         if isinstance(value, int):
             return value
     return None
@@ -183,6 +222,15 @@ def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH)
         model = V._make(model_cls, config)
     except Exception as e:  # noqa: BLE001
         raise NotApplicable(f"building {model_name} on the CPU failed: {V._first_line(e)}") from e
+    # Weight matrices left at zero by the model's own init (MoE router gates)
+    # make every expert score equal, and top-k of equal values is returned in
+    # an order PyTorch leaves unspecified (CPU's comes from std::nth_element):
+    # give them small random values, so routing is decided by the scores.
+    g = V._gen(99)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and not p.any():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
     if getattr(model, "main_input_name", "input_ids") != "input_ids":
         raise NotApplicable(f"inputs are {model.main_input_name}, not tokens")
     n = sum(p.numel() for p in model.parameters())
@@ -227,6 +275,7 @@ def run_one(kind: str, model_type: str, config_name: str, model_name: str,
     else:
         return row
     row.pop("skipped", None)
+    print("SWEEP-CPU-DONE", flush=True)
     for name in modes:
         mode = V.get_mode(name)
         why = mode.skip_reason()
@@ -255,14 +304,19 @@ def _run_child(kind, arch, modes, timeout) -> Dict[str, Any]:
     row = {"type": model_type, "model": model_name, "results": {}}
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        row["results"] = {m: f"FAIL: over the {timeout} s limit" for m in modes}
-        return row
-    for line in r.stdout.splitlines():
+        stdout, code = r.stdout, r.returncode
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+    except subprocess.TimeoutExpired as e:
+        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        code, tail = None, f"over the {timeout} s limit"
+    for line in stdout.splitlines():
         if line.startswith("SWEEP-ROW "):
             return json.loads(line[len("SWEEP-ROW "):])
-    tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
-    row["results"] = {m: f"FAIL: child exited {r.returncode}: {tail[:200]}" for m in modes}
+    why = tail if code is None else f"child exited {code}: {tail[:200]}"
+    if "SWEEP-CPU-DONE" not in stdout:  # it never got past the CPU reference
+        row["skipped"] = f"CPU run did not finish ({why})"
+    else:
+        row["results"] = {m: f"FAIL: {why}" for m in modes}
     return row
 
 

@@ -241,6 +241,7 @@ def _no_randomness(config) -> None:
                 visit(value)
             elif isinstance(value, float) and (
                     "dropout" in key or "drop_path" in key or "layerdrop" in key
+                    or key.endswith("pdrop")  # GPT-2 style: attn_pdrop, resid_pdrop, embd_pdrop
                     or key.startswith("mask_time_prob") or key.startswith("mask_feature_prob")
                     or key in ("attention_probs_dropout_prob", "hidden_dropout_prob", "drop_rate")):
                 setattr(cfg, key, 0.0)

@@ -1,0 +1,41 @@
+"""The architecture sweep (python -m torch_tpu.tools.sweep): its generic
+shrinking, and one run end to end in a child process per architecture."""
+
+import subprocess
+import sys
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+import torch_tpu  # noqa: E402
+from torch_tpu.tools import sweep  # noqa: E402
+
+
+def test_shrinking_is_generic():
+    config, dropped = sweep.shrunk_config(transformers.Qwen3NextConfig)
+    assert dropped == [] and config.num_hidden_layers == 2 and config.hidden_size == 64
+    assert len(config.layer_types) == 2  # per-layer lists follow the depth
+    deep, _ = sweep.shrunk_config(transformers.Qwen3NextConfig, depth=4)
+    assert "full_attention" in deep.layer_types  # a deeper try holds every kind of layer
+    mla, _ = sweep.shrunk_config(transformers.DeepseekV3Config)
+    assert (mla.qk_rope_head_dim, mla.n_group, mla.topk_group) == (8, 1, 1)
+    gemma, _ = sweep.shrunk_config(transformers.Gemma3Config)  # sub-configs shrink too
+    assert gemma.text_config.num_hidden_layers == 2 and gemma.text_config.vocab_size == 256
+    assert len(gemma.text_config.layer_types) == 2
+    assert all(t < 256 for t in (gemma.text_config.pad_token_id or 0,))
+    assert len(sweep.architectures("causal-lm")) > 150
+
+
+def test_sweep_runs_architectures_in_children():
+    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
+        pytest.skip("children run each mode themselves: the Strict pass only")
+    r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "transformers",
+                        "--only", "llama,gpt_bigcode,afmoe", "--modes", "strict,fused"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    for arch in ("llama", "gpt_bigcode", "afmoe"):  # afmoe: zero-initialized router
+        for mode in ("strict", "fused"):
+            assert any(line.split()[:3] == [arch, mode, "pass"] for line in lines), r.stdout
+    assert "strict: 3/3 passed" in r.stdout and "fused: 3/3 passed" in r.stdout

@@ -358,3 +358,16 @@ def test_grouped_mm_float32_compiles(highest_matmul_precision):
     torch.testing.assert_close(ta.grad.cpu(), a.grad)
     torch.testing.assert_close(tb.grad.cpu(), b.grad)
     assert torch_tpu._dynamo.stats["captures"] > 0
+
+
+def test_view_planned_on_meta_strides_runs_on_tpu_layouts():
+    # AOTAutograd plans a view from the meta strides (pad keeps a permuted
+    # input's layout); tpu's pad returns a contiguous tensor, on which that
+    # view is impossible: the backend runs the graph's views as reshapes.
+    def f(x):
+        y = torch.nn.functional.pad(x, (0, 0, 0, 0, 0, 112))  # dim 1: 16 -> 128
+        return y.permute(0, 2, 1, 3).reshape(256, 128, 64) * 2
+
+    x = torch.randn(2, 128, 64, 16).permute(0, 3, 1, 2)  # (2, 16, 128, 64), permuted
+    out = torch.compile(f, backend="tpu")(x.to("tpu"))
+    assert torch.equal(out.cpu(), f(x))

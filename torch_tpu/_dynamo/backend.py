@@ -273,6 +273,31 @@ def _has_tpu_tensor(args) -> bool:
     return any(isinstance(a, torch.Tensor) and a.device.type == "tpu" for a in args)
 
 
+def _views_as_reshapes(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``aten.view`` in the graph becomes ``aten.reshape``.
+
+    AOTAutograd writes a view where the fake tensors' strides allow one, and
+    those strides come from torch's meta functions (an elementwise op follows
+    its inputs' memory layout, ``constant_pad_nd`` keeps a permuted input's
+    order). tpu's kernels often return another layout (contiguous), which
+    holds the same values but can make such a view impossible on the real
+    tensor ("view size is not compatible with input tensor's size and
+    stride"). The graph is functional, so a reshape (a view where possible,
+    else a copy) computes the same values; in a captured program the copy is
+    only a layout change."""
+    if not isinstance(gm, torch.fx.GraphModule):
+        return gm
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in (torch.ops.aten.view.default,
+                                                           torch.ops.aten._unsafe_view.default):
+            node.target = torch.ops.aten.reshape.default
+            changed = True
+    if changed:
+        gm.recompile()
+    return gm
+
+
 class _CompiledGraph:
     """One AOTAutograd graph: captured programs keyed by input signature."""
 
@@ -280,7 +305,7 @@ class _CompiledGraph:
         # AOTAutograd passes the arguments as one list. (An instance
         # attribute, so that Dynamo's wrappers of the backward copy it.)
         self._boxed_call = True
-        self.gm = gm
+        self.gm = _views_as_reshapes(gm)
         self.kind = kind
         self.variants = []
         self.eager_only = False

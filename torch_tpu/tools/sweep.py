@@ -147,20 +147,6 @@ def _depth(config) -> Optional[int]:
     return None
 
 
-def _cut_layer_lists(config, original: Optional[int]) -> None:
-    """Lists with one entry per layer (layer_types, ...) cut to the new depth."""
-    from transformers import PretrainedConfig
-
-    depth = _depth(config)
-    if original and depth and depth < original:
-        for key, value in list(vars(config).items()):
-            if isinstance(value, list) and len(value) == original:
-                setattr(config, key, value[:depth])
-    for value in list(vars(config).values()):
-        if isinstance(value, PretrainedConfig):
-            _cut_layer_lists(value, _depth(type(value)()))
-
-
 def shrunk_config(config_cls, depth=DEPTH):
     """The shrunk configuration; settings the class refuses are dropped, one
     at a time, until it builds."""
@@ -169,9 +155,7 @@ def shrunk_config(config_cls, depth=DEPTH):
     for _ in range(len(SHRINK) + 1):
         kwargs = _shrunk_kwargs(config_cls, dropped, depth)
         try:
-            config = config_cls(**kwargs)
-            _cut_layer_lists(config, _depth(config_cls()))
-            return config, dropped
+            return config_cls(**kwargs), dropped
         except Exception as e:  # noqa: BLE001 - a refused setting: try without it
             last = e
             bad = next((k for k in kwargs if k not in dropped and k in str(e)), None)

@@ -9,10 +9,12 @@ import sys
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):
-    """Runs a function on a module right after its first import."""
+    """Runs a function on a module right after its first import (and, where
+    asked, one on its spec right before)."""
 
     def __init__(self):
         self.hooks = {}
+        self.before = {}
 
     def find_spec(self, fullname, path=None, target=None):
         hook = self.hooks.get(fullname)
@@ -29,8 +31,11 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
         loader = spec.loader
         exec_module = loader.exec_module
         hooks = self.hooks
+        before = self.before.pop(fullname, None)
 
         def exec_then_hook(module):
+            if before is not None:
+                before(spec)
             exec_module(module)
             if hooks.pop(fullname, None) is not None:
                 hook(module)
@@ -42,12 +47,15 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 _finder = _PostImportFinder()
 
 
-def when_imported(name, hook) -> None:
-    """Call hook(module) once module `name` is imported (now if it is)."""
+def when_imported(name, hook, before=None) -> None:
+    """Call hook(module) once module `name` is imported (now if it is), and
+    before(spec) right before it is (unless it already is)."""
     if name in sys.modules:
         hook(sys.modules[name])
         return
     _finder.hooks[name] = hook
+    if before is not None:
+        _finder.before[name] = before
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
 
@@ -63,3 +71,6 @@ def install() -> None:
     from . import fbgemm as _fbgemm
 
     when_imported("fbgemm_gpu", _fbgemm.install)
+    from . import torchvision as _torchvision
+
+    when_imported("torchvision", _torchvision.install, before=_torchvision.before_import)

@@ -84,14 +84,19 @@ def _interp(img, ys, xs):
     return vals * (oky[:, None] & okx[None, :])
 
 
+def _roi_samples(x, roi, scale, ph, pw, ratio, offset, clamp):
+    """All bilinear samples of one roi in one grid_sample: [C, ph, pw] sums
+    over each bin's grid, and the grid's size."""
+    ys, xs, gh, gw = _sample_points(roi, scale, ph, pw, ratio, offset, clamp)
+    vals = _interp(x[int(roi[0])], [v for row in ys for v in row], [v for row in xs for v in row])
+    return vals.view(x.shape[1], ph, gh, pw, gw).sum(dim=(2, 4)), gh * gw
+
+
 def ref_roi_align(x, rois, scale, ph, pw, ratio, aligned):
     out = []
     for roi in rois:
-        ys, xs, gh, gw = _sample_points(roi, scale, ph, pw, ratio, 0.5 if aligned else 0.0, not aligned)
-        img = x[int(roi[0])]
-        cells = [[_interp(img, ys[p], xs[q]).sum(dim=(1, 2)) / max(gh * gw, 1) for q in range(pw)]
-                 for p in range(ph)]
-        out.append(torch.stack([torch.stack(r, -1) for r in cells], -2))
+        sums, n = _roi_samples(x, roi, scale, ph, pw, ratio, 0.5 if aligned else 0.0, not aligned)
+        out.append(sums / max(n, 1))
     return torch.stack(out) if out else x.new_zeros(0, x.shape[1], ph, pw)
 
 
@@ -99,18 +104,11 @@ def ref_ps_roi_align(x, rois, scale, ph, pw, ratio):
     cout = x.shape[1] // (ph * pw)
     out = []
     for roi in rois:
-        ys, xs, gh, gw = _sample_points(roi, scale, ph, pw, ratio, 0.5, False)
-        img = x[int(roi[0])]
-        o = torch.zeros(cout, ph, pw)
-        rows = []
-        for c in range(cout):
-            cells = []
-            for p in range(ph):
-                for q in range(pw):
-                    ch = (c * ph + p) * pw + q
-                    cells.append(_interp(img[ch:ch + 1], ys[p], xs[q]).sum() / (gh * gw))
-            rows.append(torch.stack(cells).view(ph, pw))
-        out.append(torch.stack(rows) if rows else o)
+        sums, n = _roi_samples(x, roi, scale, ph, pw, ratio, 0.5, False)
+        # Output (c, p, q) reads input channel (c * ph + p) * pw + q.
+        sums = sums.view(cout, ph, pw, ph, pw)
+        p, q = torch.meshgrid(torch.arange(ph), torch.arange(pw), indexing="ij")
+        out.append(sums[:, p, q, p, q] / n)
     return torch.stack(out)
 
 
@@ -363,3 +361,42 @@ def test_bad_input_raises():
 def test_cpu_without_torchvision_library_names_the_cause():
     with pytest.raises(NotImplementedError, match="torchvision's C\\+\\+ library failed to load"):
         ops.nms(torch.zeros(2, 4), torch.zeros(2), 0.5)
+
+
+@pytest.fixture
+def cpu_kernels():
+    """torchvision's CPU kernels, or (where its C++ library is missing) the
+    references above registered for the CPU."""
+    if HAS_CPU_KERNELS:
+        yield
+        return
+    lib = torch.library.Library("torchvision", "IMPL")
+    lib.impl("nms", lambda d, s, t: ref_nms(d, s, t), "CPU", allow_override=True)
+    lib.impl("roi_align", lambda *a: ref_roi_align(*a), "CPU", allow_override=True)
+    try:
+        yield
+    finally:
+        lib._destroy()
+
+
+def test_faster_rcnn_eval(cpu_kernels, highest_matmul_precision):
+    """A detector end to end: backbone, RPN (nms), MultiScaleRoIAlign
+    (roi_align per pyramid level), box head, per-class nms."""
+    from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
+
+    model = fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None, num_classes=4, min_size=96, max_size=96,
+        rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=24, box_detections_per_img=12,
+        box_score_thresh=0.0).eval()
+    with torch.no_grad():  # random heads score every box alike: spread them
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    images = [torch.rand(3, 96, 80), torch.rand(3, 72, 96)]
+    with torch.no_grad():
+        expected = model(images)
+        got = model.to("tpu")([im.to("tpu") for im in images])
+    for g, e in zip(got, expected):
+        assert len(e["boxes"]) > 0
+        assert g["labels"].cpu().tolist() == e["labels"].tolist()
+        _close(g["boxes"], e["boxes"], 1e-4)
+        _close(g["scores"], e["scores"], 1e-4)

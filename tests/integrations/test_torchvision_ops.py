@@ -400,3 +400,18 @@ def test_faster_rcnn_eval(cpu_kernels, highest_matmul_precision):
         assert g["labels"].cpu().tolist() == e["labels"].tolist()
         _close(g["boxes"], e["boxes"], 1e-4)
         _close(g["scores"], e["scores"], 1e-4)
+
+
+def test_import_after_an_availability_check():
+    """Libraries probe with importlib.util.find_spec before importing
+    (transformers does): the operators must still be declared in time."""
+    import subprocess
+    import sys
+
+    code = ("import importlib.util, torch_tpu\n"
+            "assert importlib.util.find_spec('torchvision') is not None\n"
+            "import torchvision.ops, torch\n"
+            "b = torch.tensor([[0., 0, 4, 4], [1, 1, 5, 5]], device='tpu')\n"
+            "print(torchvision.ops.nms(b, torch.tensor([0.9, 0.8], device='tpu'), 0.1).tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("[0]"), r.stderr[-2000:]

@@ -39,3 +39,18 @@ def test_sweep_runs_architectures_in_children():
         for mode in ("strict", "fused"):
             assert any(line.split()[:3] == [arch, mode, "pass"] for line in lines), r.stdout
     assert "strict: 3/3 passed" in r.stdout and "fused: 3/3 passed" in r.stdout
+
+
+def test_image_sweeps_run_children():
+    """timm (the smallest model of a family) and torchvision classifiers."""
+    pytest.importorskip("timm")
+    pytest.importorskip("torchvision")
+    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
+        pytest.skip("children run each mode themselves: the Strict pass only")
+    assert len(sweep.architectures("", "torchvision")) > 70
+    assert len(sweep.architectures("", "timm")) > 70
+    for lib, arch in (("torchvision", "squeezenet1_1"), ("timm", "squeezenet")):
+        r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", lib, "--only", arch],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+        assert "strict: 1/1 passed" in r.stdout, r.stdout

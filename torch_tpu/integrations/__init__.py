@@ -30,10 +30,12 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
             return None
         loader = spec.loader
         exec_module = loader.exec_module
-        hooks = self.hooks
-        before = self.before.pop(fullname, None)
+        hooks, befores = self.hooks, self.before
 
         def exec_then_hook(module):
+            # Popped here, not in find_spec: importlib.util.find_spec (an
+            # availability check) finds specs that are never executed.
+            before = befores.pop(fullname, None)
             if before is not None:
                 before(spec)
             exec_module(module)

@@ -4,6 +4,8 @@ a shrunk default configuration with random weights, on CPU and on tpu.
     python -m torch_tpu.tools.sweep transformers [--kind causal-lm|base]
         [--modes strict,compile] [--only llama,mistral] [--limit N]
         [--timeout 300] [--jsonl results.jsonl]
+    python -m torch_tpu.tools.sweep timm         (one model a family)
+    python -m torch_tpu.tools.sweep torchvision  (every classification model)
 
 Each architecture runs in a child process with a time limit: the model is
 built on the CPU (seeded, dropout off), run forward and one training step
@@ -18,6 +20,12 @@ widths to 64, 4 heads (2 key-value heads), 4 experts (2 per token), a small
 vocabulary; lists with one entry per layer are cut to the new depth, and
 sub-configurations (text, vision, ...) are shrunk the same way. A setting
 the configuration class rejects is dropped and the model built again.
+
+Image models have no configuration to shrink: timm runs the smallest model
+of each family (by parameter count, built on the meta device), torchvision
+every classification model, both at 64x64 images (128, then the model's
+own size, where the CPU refuses a smaller one), 10 classes, one training
+step of the mean square of the logits, dropout and drop-path off.
 """
 
 import os
@@ -167,9 +175,19 @@ def shrunk_config(config_cls, depth=DEPTH):
     raise RuntimeError(f"cannot shrink {config_cls.__name__}: {last}")
 
 
-def architectures(kind: str) -> List[Tuple[str, str, str]]:
-    """(model type, config class, model class) of every architecture of the
-    installed transformers of this kind."""
+def architectures(kind: str, library: str = "transformers") -> List[Tuple[str, str, str]]:
+    """(name, and two library-specific fields) of every architecture of the
+    installed library: for transformers (model type, config class, model
+    class) of this kind; for timm each family (module); for torchvision each
+    classification model."""
+    if library == "timm":
+        import timm
+
+        return [(m, m, "") for m in sorted(timm.list_modules()) if timm.list_models(module=m)]
+    if library == "torchvision":
+        import torchvision
+
+        return [(m, m, "") for m in sorted(torchvision.models.list_models(module=torchvision.models))]
     from transformers.models.auto import configuration_auto, modeling_auto
 
     mapping = {"causal-lm": modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
@@ -182,6 +200,23 @@ def architectures(kind: str) -> List[Tuple[str, str, str]]:
         if model_type in configs:
             out.append((model_type, configs[model_type], cls))
     return sorted(out)
+
+
+def _randomize_zero_matrices(model) -> None:
+    """Weight matrices a model initializes to zero (MoE router gates, the
+    classifier heads of ViTs) get small random values: a zero router makes
+    every expert score equal, and top-k of equal values comes in an order
+    PyTorch leaves unspecified (CPU's from std::nth_element); a zero head
+    makes the logits, the loss and every gradient zero, checking nothing."""
+    import torch
+
+    from . import validate as V
+
+    g = V._gen(99)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2 and p.is_floating_point() and not p.any():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
 
 
 class NotApplicable(Exception):
@@ -206,15 +241,7 @@ def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH)
         model = V._make(model_cls, config)
     except Exception as e:  # noqa: BLE001
         raise NotApplicable(f"building {model_name} on the CPU failed: {V._first_line(e)}") from e
-    # Weight matrices left at zero by the model's own init (MoE router gates)
-    # make every expert score equal, and top-k of equal values is returned in
-    # an order PyTorch leaves unspecified (CPU's comes from std::nth_element):
-    # give them small random values, so routing is decided by the scores.
-    g = V._gen(99)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() >= 2 and p.is_floating_point() and not p.any():
-                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    _randomize_zero_matrices(model)
     if getattr(model, "main_input_name", "input_ids") != "input_ids":
         raise NotApplicable(f"inputs are {model.main_input_name}, not tokens")
     n = sum(p.numel() for p in model.parameters())
@@ -226,7 +253,10 @@ def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH)
     mask = torch.ones(BATCH, SEQ, dtype=torch.long)
     inputs = dict(input_ids=ids, attention_mask=mask)
     if kind == "causal-lm":
-        return V.Case(model, inputs, dict(inputs, labels=ids)), dropped
+        prompt = dict(input_ids=ids[:1, :8], attention_mask=mask[:1, :8])
+        return V.Case(model, inputs, dict(inputs, labels=ids),
+                      generate_inputs=dict(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False,
+                                           num_beams=1)), dropped
 
     def first_output_loss(out):
         t = next(iter(V._tensors(out, "").values()))
@@ -235,21 +265,121 @@ def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH)
     return V.Case(model, inputs, inputs, loss=first_output_loss), dropped
 
 
-def run_one(kind: str, model_type: str, config_name: str, model_name: str,
+IMAGE_SIZES = (64, 128, None)  # None: the model's own input size
+NUM_CLASSES = 10
+
+
+def _no_dropout(model) -> None:
+    """Dropout, drop-path and stochastic depth off: the CPU and tpu draw
+    different random numbers."""
+    for m in model.modules():
+        name = type(m).__name__
+        if "Dropout" in name or "DropPath" in name or "StochasticDepth" in name or "DropBlock" in name:
+            for attr in ("p", "drop_prob"):
+                if isinstance(getattr(m, attr, None), float):
+                    setattr(m, attr, 0.0)
+
+
+def _timm_smallest(family: str) -> Tuple[str, int]:
+    """The family's model with the fewest parameters (built on meta)."""
+    import timm
+    import torch
+
+    best: Optional[Tuple[int, str]] = None
+    for name in timm.list_models(module=family):
+        try:
+            with torch.device("meta"):
+                m = timm.create_model(name, pretrained=False, num_classes=NUM_CLASSES)
+            n = sum(p.numel() for p in m.parameters())
+        except Exception:  # noqa: BLE001 - a model meta cannot build
+            continue
+        if best is None or n < best[0]:
+            best = (n, name)
+    if best is None:
+        raise NotApplicable(f"no model of {family} builds")
+    return best[1], best[0]
+
+
+def _build_image_model(library: str, name: str, size: Optional[int]):
+    """(model, its input size) at `size` (None: the model's own)."""
+    import torch
+
+    if library == "timm":
+        import timm
+
+        tries = [dict(img_size=size), {}] if size else [{}]
+        for extra in tries:
+            try:
+                model = timm.create_model(name, pretrained=False, num_classes=NUM_CLASSES, **extra)
+                break
+            except TypeError:
+                continue
+        own = model.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
+        return model, size or own
+    import torchvision
+
+    tries = [dict(image_size=size), dict(input_size=(size, size)), {}] if size else [{}]
+    for extra in tries:
+        try:
+            model = torchvision.models.get_model(name, weights=None, num_classes=NUM_CLASSES, **extra)
+            break
+        except TypeError:
+            continue
+    if size is None:
+        weights = torchvision.models.get_model_weights(name)
+        size = list(weights)[0].transforms().crop_size[0] if len(weights) else 224
+    return model, size
+
+
+def build_image_case(library: str, name: str, size: Optional[int]):
+    """The validate.Case of an image classifier: a batch of random images,
+    the mean square of the logits as the loss."""
+    import torch
+
+    from . import validate as V
+
+    if library == "timm":
+        name, _ = _timm_smallest(name)
+    torch.manual_seed(0)
+    try:
+        model, size = _build_image_model(library, name, size)
+    except Exception as e:  # noqa: BLE001
+        raise NotApplicable(f"building {name} on the CPU failed: {V._first_line(e)}") from e
+    _no_dropout(model)
+    _randomize_zero_matrices(model)
+    n = sum(p.numel() for p in model.parameters())
+    if n > 150_000_000:
+        raise NotApplicable(f"{name}: {n / 1e6:.0f}M parameters")
+    x = torch.randn(BATCH, 3, size, size, generator=V._gen())
+
+    def first_output_loss(out):
+        t = next(iter(V._tensors(out, "").values()))
+        return t.float().pow(2).mean()
+
+    return V.Case(model, dict(x=x), dict(x=x), loss=first_output_loss), name, size
+
+
+def run_one(library: str, kind: str, model_type: str, config_name: str, model_name: str,
             modes: List[str]) -> Dict[str, Any]:
     """Checks one architecture in this process (the child's work)."""
     from . import validate as V
 
     row: Dict[str, Any] = {"type": model_type, "model": model_name, "results": {}}
+    generate = library == "transformers" and kind == "causal-lm"
     # A hybrid model may need more layers than two to hold one layer of each
     # kind (an attention layer every 4th or 8th): deeper when the CPU fails.
-    for depth in (DEPTH, 4, 8):
+    # An image model may need larger images than the smallest.
+    tries = IMAGE_SIZES if library != "transformers" else (DEPTH, 4, 8)
+    for t in tries:
         try:
-            case, dropped = build_case(kind, config_name, model_name, depth)
-            row["dropped"], row["depth"] = dropped, depth
-            family = V.Family(model_type, "sweep", lambda: case)
+            if library == "transformers":
+                case, dropped = build_case(kind, config_name, model_name, t)
+                row["dropped"], row["depth"] = dropped, t
+            else:
+                case, row["model"], row["image"] = build_image_case(library, model_type, t)
+            family = V.Family(model_type, "sweep", lambda: case, generate=generate)
             with V._stage("cpu reference"):
-                ref = V.reference(family, generate=False)
+                ref = V.reference(family, generate=generate)
             break
         except NotApplicable as e:
             row["skipped"] = str(e)
@@ -267,7 +397,7 @@ def run_one(kind: str, model_type: str, config_name: str, model_name: str,
             row["results"][name] = f"skipped: {why}"
             continue
         try:
-            worst = V.check(family, mode, ref=ref, generate=False)
+            worst = V.check(family, mode, ref=ref, generate=generate)
             row["results"][name] = f"pass ({worst:.1e})"
         except Exception as e:  # noqa: BLE001 - reported per mode
             row["results"][name] = f"FAIL: {V._first_line(e)}"
@@ -275,16 +405,16 @@ def run_one(kind: str, model_type: str, config_name: str, model_name: str,
 
 
 def _child(argv: List[str]) -> int:
-    kind, model_type, config_name, model_name, modes = argv
-    row = run_one(kind, model_type, config_name, model_name, modes.split(","))
+    library, kind, model_type, config_name, model_name, modes = argv
+    row = run_one(library, kind, model_type, config_name, model_name, modes.split(","))
     print("SWEEP-ROW " + json.dumps(row), flush=True)
     return 0
 
 
-def _run_child(kind, arch, modes, timeout) -> Dict[str, Any]:
+def _run_child(library, kind, arch, modes, timeout) -> Dict[str, Any]:
     model_type, config_name, model_name = arch
-    cmd = [sys.executable, "-m", "torch_tpu.tools.sweep", "--child", kind, model_type, config_name,
-           model_name, ",".join(modes)]
+    cmd = [sys.executable, "-m", "torch_tpu.tools.sweep", "--child", library, kind, model_type,
+           config_name, model_name, ",".join(modes)]
     row = {"type": model_type, "model": model_name, "results": {}}
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -318,7 +448,7 @@ def main(argv=None) -> int:
         return _child(argv[1:])
     p = argparse.ArgumentParser(prog="python -m torch_tpu.tools.sweep",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("library", choices=["transformers"])
+    p.add_argument("library", choices=["transformers", "timm", "torchvision"])
     p.add_argument("--kind", choices=["causal-lm", "base"], default="causal-lm")
     p.add_argument("--modes", default="strict", help="comma-separated validate modes")
     p.add_argument("--only", help="comma-separated model types")
@@ -326,7 +456,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=int, default=300, help="seconds per architecture")
     p.add_argument("--jsonl", help="also write one JSON row per architecture here")
     a = p.parse_args(argv)
-    archs = architectures(a.kind)
+    archs = architectures(a.kind, a.library)
     if a.only:
         wanted = set(a.only.split(","))
         archs = [x for x in archs if x[0] in wanted]
@@ -339,14 +469,19 @@ def main(argv=None) -> int:
     start = time.time()
     for arch in archs:
         t = time.time()
-        row = _run_child(a.kind, arch, modes, a.timeout)
+        row = _run_child(a.library, a.kind, arch, modes, a.timeout)
         secs = time.time() - t
         if out:
             out.write(json.dumps(dict(row, seconds=round(secs, 1))) + "\n")
             out.flush()
+        label = arch[0]
+        if row.get("model") and row["model"] != arch[0] and a.library == "timm":
+            label = f"{arch[0]}:{row['model']}"
+        if row.get("image"):
+            label += f"@{row['image']}"
         if "skipped" in row:
             counts["skipped"] += 1
-            print(f"{arch[0]:<28} {'-':<8} skipped: {row['skipped'][:150]}", flush=True)
+            print(f"{label:<28} {'-':<8} skipped: {row['skipped'][:150]}", flush=True)
             continue
         for mode in modes:
             result = row["results"].get(mode, "FAIL: no result")
@@ -355,12 +490,13 @@ def main(argv=None) -> int:
             counts[f"{mode} {status}"] += 1
             if status == "failed":
                 causes[_cause(result)] += 1
-            print(f"{arch[0]:<28} {mode:<8} {result[:160]}  ({secs:.0f} s)", flush=True)
+            print(f"{label:<28} {mode:<8} {result[:160]}  ({secs:.0f} s)", flush=True)
     if out:
         out.close()
     ran = len(archs) - counts["skipped"]
-    print(f"\n{len(archs)} architectures ({a.kind}), {counts['skipped']} skipped "
-          f"(CPU fails or not token inputs), {time.time() - start:.0f} s")
+    what = a.kind if a.library == "transformers" else ("families" if a.library == "timm" else "classifiers")
+    print(f"\n{len(archs)} {a.library} architectures ({what}), {counts['skipped']} skipped "
+          f"(CPU fails or cannot be fed), {time.time() - start:.0f} s")
     for mode in modes:
         passed = counts[f"{mode} passed"]
         print(f"{mode}: {passed}/{ran} passed ({100 * passed / max(ran, 1):.1f}%)")

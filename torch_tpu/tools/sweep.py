@@ -348,7 +348,7 @@ def build_image_case(library: str, name: str, size: Optional[int]):
     _no_dropout(model)
     _randomize_zero_matrices(model)
     n = sum(p.numel() for p in model.parameters())
-    if n > 150_000_000:
+    if n > 350_000_000:  # the CPU reference and tpu copies must fit in 24 GB
         raise NotApplicable(f"{name}: {n / 1e6:.0f}M parameters")
     x = torch.randn(BATCH, 3, size, size, generator=V._gen())
 
@@ -401,7 +401,67 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
             row["results"][name] = f"pass ({worst:.1e})"
         except Exception as e:  # noqa: BLE001 - reported per mode
             row["results"][name] = f"FAIL: {V._first_line(e)}"
+            # Gradients (and the step taken with them) off CPU's f32 ones.
+            if isinstance(e, V.StageError) and e.stage in ("train", "optimizer step") \
+                    and isinstance(e.error, V.Mismatch) and "loss" not in str(e):
+                verdict = _f64_arbitration(ref, mode)
+                if verdict:
+                    row["results"][name] = verdict
     return row
+
+
+def _f64_arbitration(ref, mode) -> Optional[str]:
+    """Whether gradients that differ from CPU's f32 ones are as accurate as
+    CPU's: a deep network with batch norm over a handful of values (batch 2
+    at small images) amplifies rounding, so CPU's own f32 gradients can be
+    10% away from the float64 ones. Both are measured against a float64 CPU
+    run of the same step; tpu passes if its worst relative error is within
+    max(the gradient tolerance, 2x CPU's). Returns the verdict ("pass ..."
+    or "FAIL: ..."), or None where the float64 run itself fails."""
+    import copy
+
+    import torch
+
+    from . import validate as V
+
+    case = ref.case
+
+    def grads(model, inputs, call=None):
+        model.train()
+        out = (call or model)(**inputs)
+        case.loss(out).backward()
+        return {n: p.grad.detach().cpu().double() for n, p in model.named_parameters()
+                if p.grad is not None}
+
+    def as_double(obj):
+        if isinstance(obj, torch.Tensor) and obj.is_floating_point():
+            return obj.double()
+        return obj
+
+    try:
+        with V._quiet():
+            g64 = grads(copy.deepcopy(ref.initial).double(),
+                        {k: as_double(v) for k, v in case.train_inputs.items()})
+            g32 = grads(copy.deepcopy(ref.initial), case.train_inputs)
+            with mode.context(), V.highest_precision():
+                model = V.to_tpu(ref.initial)
+                gt = grads(model, V._to(case.train_inputs, "tpu"), mode.wrap(model))
+    except Exception:  # noqa: BLE001 - no verdict: the f32 failure stands
+        return None
+
+    # Relative to each tensor's largest value, floored as validate's
+    # gradient check is (a gradient that is zero in float64 is not divided by).
+    floor = V.GRAD_FLOOR * max(g.abs().max().item() for g in g64.values())
+
+    def worst(g):
+        return max(((g[n] - g64[n]).abs().max() / max(g64[n].abs().max().item(), floor)).item()
+                   for n in g64 if n in g)
+
+    cpu, tpu = worst(g32), worst(gt)
+    verdict = f"vs float64: tpu {tpu:.1e}, CPU f32 {cpu:.1e}"
+    if tpu <= max(V.GRAD_RTOL, 2 * cpu):
+        return f"pass {verdict}"
+    return f"FAIL: {verdict}"
 
 
 def _child(argv: List[str]) -> int:

@@ -218,6 +218,16 @@ def _close(actual, expected, tol=1e-5):
     torch.testing.assert_close(actual.cpu(), expected, rtol=tol, atol=tol)
 
 
+def _values_and_input_grad(out, ref, xt, x):
+    """The tpu output against the reference, then the input gradients of
+    the same random output gradient."""
+    _close(out.detach(), ref.detach())
+    g = torch.randn_like(ref)
+    out.backward(g.to("tpu"))
+    ref.backward(g)
+    _close(xt.grad, x.grad)
+
+
 # ------------------------------------------------------------------- tests --
 
 @pytest.mark.parametrize("thr", [0.0, 0.3, 0.7])
@@ -253,11 +263,7 @@ def test_roi_align(aligned, ratio, scale, seed):
     xt = x.detach().to("tpu").requires_grad_()
     out = ops.roi_align(xt, rois.to("tpu"), (3, 4), scale, ratio, aligned)
     ref = ref_roi_align(x, rois, scale, 3, 4, ratio, aligned)
-    _close(out.detach(), ref.detach())
-    g = torch.randn_like(ref)
-    out.backward(g.to("tpu"))
-    ref.backward(g)
-    _close(xt.grad, x.grad)
+    _values_and_input_grad(out, ref, xt, x)
     if HAS_CPU_KERNELS:
         _close(out.detach(), ops.roi_align(x.detach(), rois, (3, 4), scale, ratio, aligned))
 
@@ -276,13 +282,9 @@ def test_roi_pool(seed):
     xt = x.detach().to("tpu").requires_grad_()
     out = ops.roi_pool(xt, rois.to("tpu"), (3, 2), 0.5)
     ref, ref_arg = ref_roi_pool(x, rois, 0.5, 3, 2)
-    _close(out.detach(), ref.detach())
     _, arg = torch.ops.torchvision.roi_pool(xt.detach(), rois.to("tpu"), 0.5, 3, 2)
     assert torch.equal(arg.cpu(), ref_arg)
-    g = torch.randn_like(ref)
-    out.backward(g.to("tpu"))
-    ref.backward(g)
-    _close(xt.grad, x.grad)
+    _values_and_input_grad(out, ref, xt, x)
     if HAS_CPU_KERNELS:
         _close(out.detach(), ops.roi_pool(x.detach(), rois, (3, 2), 0.5))
 
@@ -295,11 +297,7 @@ def test_ps_roi_align(ratio, seed):
     xt = x.detach().to("tpu").requires_grad_()
     out = ops.ps_roi_align(xt, rois.to("tpu"), (3, 2), 1.0, ratio)
     ref = ref_ps_roi_align(x, rois, 1.0, 3, 2, ratio)
-    _close(out.detach(), ref.detach())
-    g = torch.randn_like(ref)
-    out.backward(g.to("tpu"))
-    ref.backward(g)
-    _close(xt.grad, x.grad)
+    _values_and_input_grad(out, ref, xt, x)
     if HAS_CPU_KERNELS:
         _close(out.detach(), ops.ps_roi_align(x.detach(), rois, (3, 2), 1.0, ratio))
 
@@ -310,11 +308,7 @@ def test_ps_roi_pool(seed):
     xt = x.detach().to("tpu").requires_grad_()
     out = ops.ps_roi_pool(xt, rois.to("tpu"), 2, 1.0)
     ref = ref_ps_roi_pool(x, rois, 1.0, 2, 2)
-    _close(out.detach(), ref.detach())
-    g = torch.randn_like(ref)
-    out.backward(g.to("tpu"))
-    ref.backward(g)
-    _close(xt.grad, x.grad)
+    _values_and_input_grad(out, ref, xt, x)
 
 
 @pytest.mark.parametrize("groups,offset_groups,use_mask,stride,dilation",

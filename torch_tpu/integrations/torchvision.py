@@ -74,7 +74,7 @@ def _check_rois(op, input, rois):
 def _check_batch_index(op, batch, n):
     """rois[:, 0] names an image of the batch: an index out of range is an
     error (torchvision's CPU kernel would read outside the input)."""
-    if batch.numel() and (bool((batch < 0).any()) or bool((batch >= n).any())):
+    if batch.numel() and bool(((batch < 0) | (batch >= n)).any()):  # one host read
         raise IndexError(f"torchvision::{op}: rois[:, 0] holds a batch index outside [0, {n}) "
                          f"(the input has {n} images)")
 
@@ -209,43 +209,48 @@ def _chunks(k, per_roi):
     return [(s, min(s + step, k)) for s in range(0, k, step)]
 
 
+def _position_sensitive(op, input, rois, ph, pw):
+    """PSRoI ops' channel map: output (c', p, q) reads input channel
+    (c' * ph + p) * pw + q; returned as [C', ph, pw] and, for each roi, as
+    the int32 mapping torchvision returns."""
+    c = input.shape[1]
+    torch._check(c % (ph * pw) == 0,
+                 lambda: f"torchvision::{op}: input channels must be a multiple of "
+                         "pooling height * pooling width")
+    channel = torch.arange(c, device=input.device).view(c // (ph * pw), ph, pw)
+    return channel, channel.to(torch.int32)[None].expand(rois.size(0), -1, -1, -1).contiguous()
+
+
+def _align_pool(op, input, rois, spatial_scale, ph, pw, sampling_ratio, offset, clamp_size,
+                channel=None):
+    """RoIAlign (or, with `channel`, PSRoIAlign) of the rois, taken in
+    chunks: the per-bin sums of the samples and each roi's sample count."""
+    batch = rois[:, 0].long()
+    _check_batch_index(op, batch, input.size(0))
+    y, yv, x, xv, count = _sample_grid(rois, spatial_scale, ph, pw, sampling_ratio, offset, clamp_size)
+    per_roi = (input.size(1) if channel is None else channel.size(0)) * y[0].numel() * x[0].numel()
+    outs = [_pool_samples(input, batch[s:e], y[s:e], yv[s:e], x[s:e], xv[s:e], channel)
+            for s, e in _chunks(rois.size(0), per_roi)]
+    return (outs[0] if len(outs) == 1 else torch.cat(outs)), count
+
+
 def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
     _check_rois("roi_align", input, rois)
-    k = rois.size(0)
-    n, c = input.shape[:2]
-    if k == 0:
-        return input.new_zeros(0, c, pooled_height, pooled_width)
-    batch = rois[:, 0].long()
-    _check_batch_index("roi_align", batch, n)
-    y, yv, x, xv, count = _sample_grid(rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                                       0.5 if aligned else 0.0, not aligned)
-    per_roi = c * y.shape[1] * y.shape[2] * x.shape[1] * x.shape[2]
-    outs = [_pool_samples(input, batch[s:e], y[s:e], yv[s:e], x[s:e], xv[s:e])
-            for s, e in _chunks(k, per_roi)]
-    out = outs[0] if len(outs) == 1 else torch.cat(outs)
+    if rois.size(0) == 0:
+        return input.new_zeros(0, input.size(1), pooled_height, pooled_width)
+    out, count = _align_pool("roi_align", input, rois, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, 0.5 if aligned else 0.0, not aligned)
     return out / count.clamp(min=1.0)[:, None, None, None]
 
 
 def ps_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
     _check_rois("ps_roi_align", input, rois)
-    k = rois.size(0)
-    n, c = input.shape[:2]
-    bins = pooled_height * pooled_width
-    torch._check(c % bins == 0,
-                 lambda: "torchvision::ps_roi_align: input channels must be a multiple of "
-                         "pooling height * pooling width")
-    channel = torch.arange(c, device=input.device).view(c // bins, pooled_height, pooled_width)
-    mapping = channel.to(torch.int32)[None].expand(k, -1, -1, -1).contiguous()
-    if k == 0:
-        return input.new_zeros(0, c // bins, pooled_height, pooled_width), mapping
-    batch = rois[:, 0].long()
-    _check_batch_index("ps_roi_align", batch, n)
-    y, yv, x, xv, count = _sample_grid(rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                                       0.5, False)
-    per_roi = (c // bins) * y.shape[1] * y.shape[2] * x.shape[1] * x.shape[2]
-    outs = [_pool_samples(input, batch[s:e], y[s:e], yv[s:e], x[s:e], xv[s:e], channel)
-            for s, e in _chunks(k, per_roi)]
-    out = outs[0] if len(outs) == 1 else torch.cat(outs)
+    channel, mapping = _position_sensitive("ps_roi_align", input, rois, pooled_height, pooled_width)
+    if rois.size(0) == 0:
+        return input.new_zeros(0, channel.size(0), pooled_height, pooled_width), mapping
+    # PSRoIAlign always shifts by half a pixel and never widens a small roi.
+    out, count = _align_pool("ps_roi_align", input, rois, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, 0.5, False, channel)
     return out / count[:, None, None, None], mapping
 
 
@@ -286,9 +291,7 @@ def _bin_window(start, size, bins, limit, dtype):
 
 
 def _roi_pool_common(op, input, rois, spatial_scale, ph, pw, channel=None):
-    _check_rois(op, input, rois)
     n, c, height, width = input.shape
-    k = rois.size(0)
     batch = rois[:, 0].long()
     _check_batch_index(op, batch, n)
     roi_w, roi_h, sx, sy = _pool_bins(rois, spatial_scale, inclusive=channel is None)
@@ -309,10 +312,9 @@ def _roi_pool_common(op, input, rois, spatial_scale, ph, pw, channel=None):
 
 
 def roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
+    _check_rois("roi_pool", input, rois)
     n, c, height, width = input.shape
-    k = rois.size(0)
-    if k == 0:
-        _check_rois("roi_pool", input, rois)
+    if rois.size(0) == 0:
         return (input.new_zeros(0, c, pooled_height, pooled_width),
                 torch.zeros(0, c, pooled_height, pooled_width, dtype=torch.int32, device=input.device))
     vals, mask, empty, yi, xi = _roi_pool_common("roi_pool", input, rois, spatial_scale,
@@ -333,17 +335,10 @@ def roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
 
 
 def ps_roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
-    n, c = input.shape[:2]
-    bins = pooled_height * pooled_width
-    torch._check(c % bins == 0,
-                 lambda: "torchvision::ps_roi_pool: input channels must be a multiple of "
-                         "pooling height * pooling width")
-    k = rois.size(0)
-    channel = torch.arange(c, device=input.device).view(c // bins, pooled_height, pooled_width)
-    mapping = channel.to(torch.int32)[None].expand(k, -1, -1, -1).contiguous()
-    if k == 0:
-        _check_rois("ps_roi_pool", input, rois)
-        return input.new_zeros(0, c // bins, pooled_height, pooled_width), mapping
+    _check_rois("ps_roi_pool", input, rois)
+    channel, mapping = _position_sensitive("ps_roi_pool", input, rois, pooled_height, pooled_width)
+    if rois.size(0) == 0:
+        return input.new_zeros(0, channel.size(0), pooled_height, pooled_width), mapping
     vals, mask, empty, _, _ = _roi_pool_common("ps_roi_pool", input, rois, spatial_scale,
                                                pooled_height, pooled_width, channel)
     total = vals.masked_fill(~mask, 0).sum(dim=(-2, -1))

@@ -36,6 +36,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -258,11 +259,15 @@ def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH)
                       generate_inputs=dict(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False,
                                            num_beams=1)), dropped
 
-    def first_output_loss(out):
-        t = next(iter(V._tensors(out, "").values()))
-        return t.float().pow(2).mean()
-
     return V.Case(model, inputs, inputs, loss=first_output_loss), dropped
+
+
+def first_output_loss(out):
+    """The loss of a model without one: the mean square of its first output."""
+    from . import validate as V
+
+    t = next(iter(V._tensors(out, "").values()))
+    return t.float().pow(2).mean()
 
 
 IMAGE_SIZES = (64, 128, None)  # None: the model's own input size
@@ -280,8 +285,10 @@ def _no_dropout(model) -> None:
                     setattr(m, attr, 0.0)
 
 
-def _timm_smallest(family: str) -> Tuple[str, int]:
-    """The family's model with the fewest parameters (built on meta)."""
+@functools.lru_cache(maxsize=None)
+def _timm_smallest(family: str) -> str:
+    """The family's model with the fewest parameters (built on meta; once,
+    whatever the image sizes tried)."""
     import timm
     import torch
 
@@ -297,34 +304,35 @@ def _timm_smallest(family: str) -> Tuple[str, int]:
             best = (n, name)
     if best is None:
         raise NotApplicable(f"no model of {family} builds")
-    return best[1], best[0]
+    return best[1]
+
+
+def _first_that_builds(build, size_kwargs):
+    """build(**kw) for the first image-size keyword the model takes (a
+    TypeError: it has no such argument), else with none."""
+    for kw in size_kwargs:
+        try:
+            return build(**kw)
+        except TypeError:
+            continue
+    return build()
 
 
 def _build_image_model(library: str, name: str, size: Optional[int]):
     """(model, its input size) at `size` (None: the model's own)."""
-    import torch
-
     if library == "timm":
         import timm
 
-        tries = [dict(img_size=size), {}] if size else [{}]
-        for extra in tries:
-            try:
-                model = timm.create_model(name, pretrained=False, num_classes=NUM_CLASSES, **extra)
-                break
-            except TypeError:
-                continue
+        model = _first_that_builds(
+            lambda **kw: timm.create_model(name, pretrained=False, num_classes=NUM_CLASSES, **kw),
+            [dict(img_size=size)] if size else [])
         own = model.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
         return model, size or own
     import torchvision
 
-    tries = [dict(image_size=size), dict(input_size=(size, size)), {}] if size else [{}]
-    for extra in tries:
-        try:
-            model = torchvision.models.get_model(name, weights=None, num_classes=NUM_CLASSES, **extra)
-            break
-        except TypeError:
-            continue
+    model = _first_that_builds(
+        lambda **kw: torchvision.models.get_model(name, weights=None, num_classes=NUM_CLASSES, **kw),
+        [dict(image_size=size), dict(input_size=(size, size))] if size else [])
     if size is None:
         weights = torchvision.models.get_model_weights(name)
         size = list(weights)[0].transforms().crop_size[0] if len(weights) else 224
@@ -339,7 +347,7 @@ def build_image_case(library: str, name: str, size: Optional[int]):
     from . import validate as V
 
     if library == "timm":
-        name, _ = _timm_smallest(name)
+        name = _timm_smallest(name)
     torch.manual_seed(0)
     try:
         model, size = _build_image_model(library, name, size)
@@ -353,10 +361,6 @@ def build_image_case(library: str, name: str, size: Optional[int]):
     if n > 350_000_000:  # the CPU reference and tpu copies must fit in 24 GB
         raise NotApplicable(f"{name}: {n / 1e6:.0f}M parameters")
     x = torch.randn(BATCH, 3, size, size, generator=V._gen())
-
-    def first_output_loss(out):
-        t = next(iter(V._tensors(out, "").values()))
-        return t.float().pow(2).mean()
 
     return V.Case(model, dict(x=x), dict(x=x), loss=first_output_loss), name, size
 

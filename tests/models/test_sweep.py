@@ -54,3 +54,32 @@ def test_image_sweeps_run_children():
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr[-3000:]
         assert "strict: 1/1 passed" in r.stdout, r.stdout
+
+
+def test_base_model_inputs_follow_the_main_input():
+    import torch
+
+    def first(config_cls, model_cls):
+        config, _ = sweep.shrunk_config(getattr(transformers, config_cls))
+        with torch.device("meta"):
+            model = getattr(transformers, model_cls)(config)
+        return {k: tuple(v.shape) for k, v in sweep.input_candidates(model, config)[0].items()}
+
+    assert first("ViTConfig", "ViTModel") == {"pixel_values": (2, 3, 224, 224)}
+    assert first("Wav2Vec2Config", "Wav2Vec2Model") == {"input_values": (2, 4000)}
+    # Whisper's encoder takes exactly twice its positions; a decoder gets tokens.
+    assert first("WhisperConfig", "WhisperModel") == {"input_features": (2, 80, 3000),
+                                                      "decoder_input_ids": (2, 8)}
+    assert first("T5Config", "T5Model") == {"input_ids": (2, 16), "attention_mask": (2, 16),
+                                            "decoder_input_ids": (2, 8)}
+    with pytest.raises(sweep.NotApplicable, match="past_values"):
+        first("PatchTSTConfig", "PatchTSTModel")
+
+
+def test_base_sweep_runs_an_encoder_decoder_on_audio():
+    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
+        pytest.skip("children run each mode themselves: the Strict pass only")
+    r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "transformers", "--kind", "base",
+                        "--only", "whisper"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "strict: 1/1 passed" in r.stdout, r.stdout

@@ -224,10 +224,71 @@ class NotApplicable(Exception):
     """The sweep cannot build or feed this architecture (not a tpu failure)."""
 
 
-def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH):
+def _setting(config, *keys, default=None):
+    """The first of `keys` set to an int on the config or on its vision /
+    audio / encoder sub-configuration (an [h, w] pair gives h)."""
+    for c in (config, *(_get(config, f"{k}_config") for k in ("vision", "audio", "encoder", "backbone"))):
+        for k in keys:
+            v = _get(c, k) if c is not None else None
+            if isinstance(v, (list, tuple)) and v and isinstance(v[0], int):
+                v = v[0]
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+    return default
+
+
+def input_candidates(model, config) -> List[Dict[str, Any]]:
+    """Inputs to feed a base model, by its `main_input_name`: tokens; images
+    (the configuration's size, then 64 and 224 px); raw audio (a batch of
+    4000 samples, also with a channel dim for codecs); log-mel features
+    (length twice the encoder's positions, Whisper's rule, then 64 frames in
+    either layout). An encoder-decoder model also gets decoder tokens. The
+    sweep uses the first candidate the CPU runs."""
+    import inspect
+
+    import torch
+
+    from . import validate as V
+
+    params = inspect.signature(model.forward).parameters
+    main = getattr(model, "main_input_name", "input_ids")
+    vocab = getattr(config, "vocab_size", None) or getattr(
+        getattr(config, "text_config", None), "vocab_size", None) or 256
+    ids = torch.randint(3, min(int(vocab), 256), (BATCH, SEQ), generator=V._gen())
+    extra: Dict[str, Any] = {}
+    if "decoder_input_ids" in params and _get(config, "is_encoder_decoder"):
+        extra["decoder_input_ids"] = ids[:, : SEQ // 2].clone()
+    g = V._gen(1)
+    if main == "input_ids":
+        text = dict(input_ids=ids)
+        if "attention_mask" in params:
+            text["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+        return [dict(text, **extra)]
+    if main == "pixel_values":
+        channels = _setting(config, "num_channels", default=3)
+        sizes = dict.fromkeys(s for s in (_setting(config, "image_size"), 64, 224) if s)
+        return [dict(pixel_values=torch.randn(BATCH, channels, s, s, generator=g), **extra) for s in sizes]
+    if main == "input_values":
+        return [dict(input_values=torch.randn(shape, generator=g), **extra)
+                for shape in ((BATCH, 4000), (BATCH, 1, 4000))]
+    if main == "input_features":
+        f = _setting(config, "num_mel_bins", "feature_size", "input_feat_per_channel", "n_mels", default=80)
+        t = 2 * _setting(config, "max_source_positions", default=32)
+        shapes = dict.fromkeys(((BATCH, f, t), (BATCH, 64, f), (BATCH, f, 64)))
+        return [dict(input_features=torch.randn(shape, generator=g), **extra) for shape in shapes]
+    raise NotApplicable(f"inputs are {main}: not made by the sweep")
+
+
+class _NoMoreInputs(Exception):
+    """Every input candidate of the model has been tried."""
+
+
+def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH,
+               variant: int = 0):
     """The validate.Case of one architecture: a shrunk model on the CPU and
-    token inputs (a causal LM trains on its own tokens; a base model on the
-    mean square of its first output)."""
+    its inputs (a causal LM trains on its own tokens; a base model on the
+    mean square of its first floating output, fed the `variant`th of
+    `input_candidates`)."""
     import torch
     import transformers
 
@@ -243,30 +304,34 @@ def build_case(kind: str, config_name: str, model_name: str, depth: int = DEPTH)
     except Exception as e:  # noqa: BLE001
         raise NotApplicable(f"building {model_name} on the CPU failed: {V._first_line(e)}") from e
     _randomize_zero_matrices(model)
-    if getattr(model, "main_input_name", "input_ids") != "input_ids":
-        raise NotApplicable(f"inputs are {model.main_input_name}, not tokens")
     n = sum(p.numel() for p in model.parameters())
     if n > 30_000_000:
         raise NotApplicable(f"{n / 1e6:.0f}M parameters after shrinking")
-    vocab = getattr(config, "vocab_size", None) or getattr(
-        getattr(config, "text_config", None), "vocab_size", None) or 256
-    ids = torch.randint(3, min(int(vocab), 256), (BATCH, SEQ), generator=V._gen())
-    mask = torch.ones(BATCH, SEQ, dtype=torch.long)
-    inputs = dict(input_ids=ids, attention_mask=mask)
     if kind == "causal-lm":
-        prompt = dict(input_ids=ids[:1, :8], attention_mask=mask[:1, :8])
+        if getattr(model, "main_input_name", "input_ids") != "input_ids":
+            raise NotApplicable(f"inputs are {model.main_input_name}, not tokens")
+        inputs = input_candidates(model, config)[0]
+        ids = inputs["input_ids"]
+        inputs["attention_mask"] = torch.ones_like(ids)
+        prompt = dict(input_ids=ids[:1, :8], attention_mask=inputs["attention_mask"][:1, :8])
         return V.Case(model, inputs, dict(inputs, labels=ids),
                       generate_inputs=dict(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False,
                                            num_beams=1)), dropped
-
+    candidates = input_candidates(model, config)
+    if variant >= len(candidates):
+        raise _NoMoreInputs()
+    inputs = candidates[variant]
     return V.Case(model, inputs, inputs, loss=first_output_loss), dropped
 
 
 def first_output_loss(out):
-    """The loss of a model without one: the mean square of its first output."""
+    """The loss of a model without one: the mean square of its first
+    floating-point output (a codec's first output may be integer codes)."""
     from . import validate as V
 
-    t = next(iter(V._tensors(out, "").values()))
+    t = next((t for t in V._tensors(out, "").values() if t.is_floating_point()), None)
+    if t is None:
+        raise NotApplicable("no floating-point output to train on")
     return t.float().pow(2).mean()
 
 
@@ -375,18 +440,24 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
     # A hybrid model may need more layers than two to hold one layer of each
     # kind (an attention layer every 4th or 8th): deeper when the CPU fails.
     # An image model may need larger images than the smallest.
-    tries = IMAGE_SIZES if library != "transformers" else (DEPTH, 4, 8)
-    for t in tries:
+    if library != "transformers":
+        tries = [(size, 0) for size in IMAGE_SIZES]
+    else:
+        tries = [(depth, v) for depth in (DEPTH, 4, 8) for v in range(4 if kind == "base" else 1)]
+    for t, variant in tries:
         try:
             if library == "transformers":
-                case, dropped = build_case(kind, config_name, model_name, t)
+                case, dropped = build_case(kind, config_name, model_name, t, variant)
                 row["dropped"], row["depth"] = dropped, t
+                row["inputs"] = {k: list(v.shape) for k, v in case.forward_inputs.items()}
             else:
                 case, row["model"], row["image"] = build_image_case(library, model_type, t)
             family = V.Family(model_type, "sweep", lambda: case, generate=generate)
             with V._stage("cpu reference"):
                 ref = V.reference(family, generate=generate)
             break
+        except _NoMoreInputs:
+            continue
         except NotApplicable as e:
             row["skipped"] = str(e)
             return row

@@ -487,7 +487,7 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
     return row
 
 
-_ROUNDING_RUNS = 3
+_ROUNDING_RUNS = 8
 
 
 def _rounding_noise(model, seed: int):
@@ -512,16 +512,19 @@ def _rounding_noise(model, seed: int):
 
 def _f64_arbitration(ref, mode) -> Optional[str]:
     """Whether values that differ from CPU's f32 ones are as accurate as
-    CPU's. Batch norm in training over a channel of nearly equal values
-    (small batches and images, dead channels of a random init) amplifies
-    rounding: measured on timm's GhostNet at 64 px, CPU's own f32 training
+    CPU's. Batch norm in training over a few values (batch 2 at 2x2 maps)
+    amplifies rounding, and a ReLU whose input is within rounding of zero
+    flips its mask and its gradient with it (found on DenseNet-169: one
+    value of 8.9e-6 in float64, -7.3e-6 on tpu, moved every gradient
+    upstream by 10%; tpu's input there was as accurate as CPU's). Measured
+    on timm's GhostNet at 64 px, CPU's own f32 training
     forward is 58% (of the largest logit) away from a float64 run of the
     same model, DenseNet-121's f32 gradients up to 43%. So the model's eval
     forward, training loss and gradients are rerun in float64 on the CPU,
     and in f32 on the CPU as is and with every layer's output perturbed by
     one rounding (±1 ulp at random: what any other correctly rounded f32
-    implementation may differ by, `_ROUNDING_RUNS` seeds). tpu passes if,
-    for each of the three, its worst relative error against float64 is
+    implementation may differ by; up to `_ROUNDING_RUNS` seeds). tpu passes
+    if, for each of the three, its worst relative error against float64 is
     within max(the tolerance, 2x the worst of those f32 runs'). Returns the
     verdict ("pass ..." or "FAIL: ..."), or None where a rerun fails."""
     import copy
@@ -553,28 +556,39 @@ def _f64_arbitration(ref, mode) -> Optional[str]:
         with V._quiet():
             r64 = run(copy.deepcopy(ref.initial).double(),
                       {k: as_double(v) for k, v in case.train_inputs.items()})
-            r32 = [run(copy.deepcopy(ref.initial), case.train_inputs)]
-            r32 += [run(_rounding_noise(copy.deepcopy(ref.initial), seed), case.train_inputs)
-                    for seed in range(_ROUNDING_RUNS)]
             with mode.context(), V.highest_precision():
                 model = V.to_tpu(ref.initial)
                 rt = run(model, V._to(case.train_inputs, "tpu"), mode.wrap(model))
     except Exception:  # noqa: BLE001 - no verdict: the f32 failure stands
         return None
     tolerance = {"output": V.FORWARD_RTOL, "loss": V.LOSS_RTOL, "gradients": V.GRAD_RTOL}
-    parts, ok = [], True
-    for what, exact in r64.items():
+
+    def worst(what, got):
         # Relative to each tensor's largest value, floored as validate's
         # checks are (a value that is zero in float64 is not divided by).
+        exact = r64[what]
         floor = V.GRAD_FLOOR * max((t.abs().max().item() for t in exact.values() if t.numel()), default=0.0)
+        return max(((got[n] - exact[n]).abs().max().item() / max(exact[n].abs().max().item(), floor, 1e-30))
+                   for n in exact if n in got and exact[n].numel())
 
-        def worst(got):
-            return max(((got[n] - exact[n]).abs().max().item() / max(exact[n].abs().max().item(), floor, 1e-30))
-                       for n in exact if n in got and exact[n].numel())
-
-        cpu, tpu = max(worst(r[what]) for r in r32), worst(rt[what])
-        ok = ok and tpu <= max(tolerance[what], 2 * cpu)
-        parts.append(f"{what} tpu {tpu:.1e} / CPU f32 {cpu:.1e}")
+    tpu = {what: worst(what, rt[what]) for what in r64}
+    cpu = dict.fromkeys(r64, 0.0)
+    # CPU's f32 as is, then with rounding noise until its worst errors
+    # reach half of tpu's (a flipped ReLU mask is a matter of chance: on
+    # DenseNet-169, 4 of 8 seeds flip one and land as far as tpu) or the
+    # seeds run out.
+    for seed in range(-1, _ROUNDING_RUNS):
+        try:
+            with V._quiet():
+                model = copy.deepcopy(ref.initial)
+                r32 = run(model if seed < 0 else _rounding_noise(model, seed), case.train_inputs)
+        except Exception:  # noqa: BLE001
+            return None
+        cpu = {what: max(cpu[what], worst(what, r32[what])) for what in r64}
+        ok = all(tpu[w] <= max(tolerance[w], 2 * cpu[w]) for w in r64)
+        if ok:
+            break
+    parts = [f"{w} tpu {tpu[w]:.1e} / CPU f32 {cpu[w]:.1e}" for w in r64]
     verdict = "vs float64: " + ", ".join(parts)
     return f"pass {verdict}" if ok else f"FAIL: {verdict}"
 

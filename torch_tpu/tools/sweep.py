@@ -188,7 +188,8 @@ def architectures(kind: str, library: str = "transformers") -> List[Tuple[str, s
     if library == "torchvision":
         import torchvision
 
-        return [(m, m, "") for m in sorted(torchvision.models.list_models(module=torchvision.models))]
+        module = getattr(torchvision.models, kind) if kind in TORCHVISION_INFERENCE else torchvision.models
+        return [(m, m, "") for m in sorted(torchvision.models.list_models(module=module))]
     from transformers.models.auto import configuration_auto, modeling_auto
 
     mapping = {"causal-lm": modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
@@ -337,6 +338,10 @@ def first_output_loss(out):
 
 IMAGE_SIZES = (64, 128, None)  # None: the model's own input size
 NUM_CLASSES = 10
+# torchvision's model kinds checked in eval only (forward), beside the
+# classifiers' training step: detectors (boxes, scores, labels after nms)
+# and segmenters.
+TORCHVISION_INFERENCE = ("detection", "segmentation")
 
 
 def _no_dropout(model) -> None:
@@ -383,8 +388,10 @@ def _first_that_builds(build, size_kwargs):
     return build()
 
 
-def _build_image_model(library: str, name: str, size: Optional[int]):
+def _build_image_model(library: str, name: str, size: Optional[int], kind: str = "classification"):
     """(model, its input size) at `size` (None: the model's own)."""
+    import torch
+
     if library == "timm":
         import timm
 
@@ -395,6 +402,20 @@ def _build_image_model(library: str, name: str, size: Optional[int]):
         return model, size or own
     import torchvision
 
+    if kind in TORCHVISION_INFERENCE:
+        # Detectors resize their input to min_size/max_size (800/1333 by
+        # default): both follow the image size tried; and every box is kept
+        # whatever its score (random heads score below the default 0.05:
+        # no detections would be compared).
+        model = _first_that_builds(
+            lambda **kw: torchvision.models.get_model(name, weights=None, weights_backbone=None,
+                                                      num_classes=NUM_CLASSES, **kw),
+            [dict(min_size=size, max_size=size)] if size and kind == "detection" else [])
+        for m in model.modules():
+            if isinstance(getattr(m, "score_thresh", None), float):
+                m.score_thresh = 0.0
+        _torchvision_cpu_kernels()
+        return model, size or 224
     model = _first_that_builds(
         lambda **kw: torchvision.models.get_model(name, weights=None, num_classes=NUM_CLASSES, **kw),
         [dict(image_size=size), dict(input_size=(size, size))] if size else [])
@@ -404,9 +425,64 @@ def _build_image_model(library: str, name: str, size: Optional[int]):
     return model, size
 
 
-def build_image_case(library: str, name: str, size: Optional[int]):
-    """The validate.Case of an image classifier: a batch of random images,
-    the mean square of the logits as the loss."""
+def _calibrate_batch_norm(model, inputs) -> None:
+    """Running statistics of every batch norm set to those of `inputs`.
+    A randomly initialized model in eval normalizes with mean 0 / variance 1,
+    so activations grow layer by layer: a ResNet-50 detector's scores all
+    saturate at 1.0 (RetinaNet) or no box survives (Faster R-CNN), and the
+    comparison checks nothing. One forward with each batch norm in training
+    mode and momentum 1 gives them the statistics they would have learnt."""
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    model.eval()
+    saved = [m.momentum for m in norms]
+    for m in norms:
+        m.train()
+        m.momentum = 1.0
+    with torch.no_grad():
+        model(**inputs)
+    for m, momentum in zip(norms, saved):
+        m.momentum = momentum
+    model.eval()
+
+
+def _torchvision_cpu_kernels() -> None:
+    """Where torchvision's C++ library did not load (its CUDA build beside a
+    CPU-only torch), the CPU reference of a detector runs torch_tpu's
+    kernels for torchvision's ops on the CPU (written with ATen ops, they
+    run on any device): the sweep then checks the models' lowering and
+    numerics against the CPU; the ops' semantics are checked against
+    independent references in tests/integrations/test_torchvision_ops.py."""
+    import torch
+
+    from ..integrations import torchvision as tv
+
+    if tv._load_error is None or _CPU_LIBS:
+        return
+    lib = torch.library.Library("torchvision", "IMPL")
+    for name, (fn, _) in tv._KERNELS.items():
+        lib.impl(name, fn, "CPU", allow_override=True)
+    _CPU_LIBS.append(lib)
+    # torchvision.ops.roi_align took `_has_ops` by name at import and, with
+    # it False, runs its pure-PyTorch `_roi_align` on the CPU, which (unlike
+    # its C++ kernels) does not zero samples past [-1, size]: boxes reaching
+    # the image's edge pooled differently. The CPU goes to the kernel above.
+    import torchvision.ops  # noqa: F401 - the module, not torchvision.ops.roi_align the function
+
+    sys.modules["torchvision.ops.roi_align"]._has_ops = lambda: True
+
+
+_CPU_LIBS: List[Any] = []
+
+
+def build_image_case(library: str, name: str, size: Optional[int], kind: str = "classification"):
+    """The validate.Case of an image model: a batch of random images, the
+    mean square of the logits as the loss (classifiers)."""
+    import inspect
+
     import torch
 
     from . import validate as V
@@ -415,7 +491,7 @@ def build_image_case(library: str, name: str, size: Optional[int]):
         name = _timm_smallest(name)
     torch.manual_seed(0)
     try:
-        model, size = _build_image_model(library, name, size)
+        model, size = _build_image_model(library, name, size, kind)
     except Exception as e:  # noqa: BLE001
         if size is not None:  # a model built for larger images (MaxViT's partitions): the next size
             raise RuntimeError(f"building {name} for {size} px failed: {V._first_line(e)}") from e
@@ -426,8 +502,43 @@ def build_image_case(library: str, name: str, size: Optional[int]):
     if n > 350_000_000:  # the CPU reference and tpu copies must fit in 24 GB
         raise NotApplicable(f"{name}: {n / 1e6:.0f}M parameters")
     x = torch.randn(BATCH, 3, size, size, generator=V._gen())
+    # forward(x) for classifiers and segmenters, forward(images) for detectors
+    inputs = {next(iter(inspect.signature(model.forward).parameters)): x}
+    if kind in TORCHVISION_INFERENCE:
+        _calibrate_batch_norm(model, inputs)
+    return V.Case(model, inputs, inputs, loss=first_output_loss,
+                  align=align_detections if kind == "detection" else None), name, size
 
-    return V.Case(model, dict(x=x), dict(x=x), loss=first_output_loss), name, size
+
+def align_detections(tpu_out, cpu_out):
+    """tpu's detections (a dict per image: boxes, scores, labels, masks,
+    keypoints) put in the CPU's order, each CPU detection matched to the
+    nearest unmatched tpu one of its label (boxes and score): a random
+    head's scores lie within rounding of each other (RetinaNet's 211 boxes
+    within 6e-4), so the two score sorts may order them differently. The
+    values are then compared as usual; an image whose counts differ is left
+    as it is (the comparison reports the shapes)."""
+    import torch
+
+    aligned = []
+    for got, want in zip(tpu_out, cpu_out):
+        n = want["boxes"].shape[0]
+        if got["boxes"].shape[0] != n or n == 0:
+            aligned.append(got)
+            continue
+        gb = torch.cat([got["boxes"].detach().cpu().double(), got["scores"].detach().cpu().double()[:, None]], 1)
+        wb = torch.cat([want["boxes"].double(), want["scores"].double()[:, None]], 1)
+        cost = (wb[:, None, :] - gb[None, :, :]).abs().amax(-1)
+        cost += (want["labels"][:, None] != got["labels"].cpu()[None, :]).double() * 1e30
+        order, used = [], torch.zeros(n, dtype=torch.bool)
+        for j in range(n):
+            i = int(cost[j].masked_fill(used, float("inf")).argmin())
+            used[i] = True
+            order.append(i)
+        index = torch.tensor(order, device=got["boxes"].device)
+        aligned.append({k: (v.index_select(0, index) if isinstance(v, torch.Tensor) and v.dim() and
+                            v.shape[0] == n else v) for k, v in got.items()})
+    return aligned
 
 
 def run_one(library: str, kind: str, model_type: str, config_name: str, model_name: str,
@@ -451,8 +562,9 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
                 row["dropped"], row["depth"] = dropped, t
                 row["inputs"] = {k: list(v.shape) for k, v in case.forward_inputs.items()}
             else:
-                case, row["model"], row["image"] = build_image_case(library, model_type, t)
-            family = V.Family(model_type, "sweep", lambda: case, generate=generate)
+                case, row["model"], row["image"] = build_image_case(library, model_type, t, kind)
+            family = V.Family(model_type, "sweep", lambda: case, generate=generate,
+                              train=kind not in TORCHVISION_INFERENCE)
             with V._stage("cpu reference"):
                 ref = V.reference(family, generate=generate)
             break
@@ -466,6 +578,10 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
     else:
         return row
     row.pop("skipped", None)
+    if not family.train and not any(t.numel() for t in V._tensors(ref.forward, "").values()
+                                    if t.is_floating_point()):
+        row["skipped"] = "the CPU output is empty (no detections): nothing to compare"
+        return row
     print("SWEEP-CPU-DONE", flush=True)
     for name in modes:
         mode = V.get_mode(name)
@@ -481,7 +597,7 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
             # Values off CPU's f32 ones: as accurate as CPU's f32, or not?
             if isinstance(e, V.StageError) and e.stage in ("forward", "train", "optimizer step") \
                     and isinstance(e.error, V.Mismatch):
-                verdict = _f64_arbitration(ref, mode)
+                verdict = _f64_arbitration(ref, mode, family.train)
                 if verdict:
                     row["results"][name] = verdict
     return row
@@ -510,7 +626,7 @@ def _rounding_noise(model, seed: int):
     return model
 
 
-def _f64_arbitration(ref, mode) -> Optional[str]:
+def _f64_arbitration(ref, mode, train: bool = True) -> Optional[str]:
     """Whether values that differ from CPU's f32 ones are as accurate as
     CPU's. Batch norm in training over a few values (batch 2 at 2x2 maps)
     amplifies rounding, and a ReLU whose input is within rounding of zero
@@ -525,7 +641,8 @@ def _f64_arbitration(ref, mode) -> Optional[str]:
     one rounding (±1 ulp at random: what any other correctly rounded f32
     implementation may differ by; up to `_ROUNDING_RUNS` seeds). tpu passes
     if, for each of the three, its worst relative error against float64 is
-    within max(the tolerance, 2x the worst of those f32 runs'). Returns the
+    within max(the tolerance, 2x the worst of those f32 runs'); an
+    inference model (`train` False) is judged on its output alone. Returns the
     verdict ("pass ..." or "FAIL: ..."), or None where a rerun fails."""
     import copy
 
@@ -535,17 +652,26 @@ def _f64_arbitration(ref, mode) -> Optional[str]:
 
     case = ref.case
 
+    exact_output = []  # float64's output, that the others' are aligned to
+
     def run(model, inputs, call=None):
         call = call or model
         model.eval()
         with torch.no_grad():
-            out = V._tensors(call(**inputs), "")
-        model.train()
-        loss = case.loss(call(**inputs))
-        loss.backward()
-        grads = {n: p.grad.detach() for n, p in model.named_parameters() if p.grad is not None}
-        return {k: {n: t.detach().cpu().double() for n, t in d.items()}
-                for k, d in (("output", out), ("loss", {"loss": loss}), ("gradients", grads))}
+            out = call(**inputs)
+        if case.align is not None:
+            if exact_output:
+                out = case.align(out, exact_output[0])
+            else:
+                exact_output.append(out)
+        parts = [("output", V._tensors(out, ""))]
+        if train:
+            model.train()
+            loss = case.loss(call(**inputs))
+            loss.backward()
+            grads = {n: p.grad.detach() for n, p in model.named_parameters() if p.grad is not None}
+            parts += [("loss", {"loss": loss}), ("gradients", grads)]
+        return {k: {n: t.detach().cpu().double() for n, t in d.items()} for k, d in parts}
 
     def as_double(obj):
         if isinstance(obj, torch.Tensor) and obj.is_floating_point():
@@ -568,7 +694,8 @@ def _f64_arbitration(ref, mode) -> Optional[str]:
         # checks are (a value that is zero in float64 is not divided by).
         exact = r64[what]
         floor = V.GRAD_FLOOR * max((t.abs().max().item() for t in exact.values() if t.numel()), default=0.0)
-        return max(((got[n] - exact[n]).abs().max().item() / max(exact[n].abs().max().item(), floor, 1e-30))
+        return max(((got[n] - exact[n]).abs().max().item() / max(exact[n].abs().max().item(), floor, 1e-30)
+                    if got[n].shape == exact[n].shape else float("inf"))
                    for n in exact if n in got and exact[n].numel())
 
     tpu = {what: worst(what, rt[what]) for what in r64}
@@ -638,13 +765,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m torch_tpu.tools.sweep",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("library", choices=["transformers", "timm", "torchvision"])
-    p.add_argument("--kind", choices=["causal-lm", "base"], default="causal-lm")
+    p.add_argument("--kind", choices=["causal-lm", "base", "classification", *TORCHVISION_INFERENCE],
+                   help="transformers: causal-lm (default) or base; torchvision: classification "
+                        "(default), detection or segmentation (eval only)")
     p.add_argument("--modes", default="strict", help="comma-separated validate modes")
     p.add_argument("--only", help="comma-separated model types")
     p.add_argument("--limit", type=int, help="the first N architectures only")
     p.add_argument("--timeout", type=int, default=300, help="seconds per architecture")
     p.add_argument("--jsonl", help="also write one JSON row per architecture here")
     a = p.parse_args(argv)
+    if a.kind is None:
+        a.kind = "causal-lm" if a.library == "transformers" else "classification"
     archs = architectures(a.kind, a.library)
     if a.only:
         wanted = set(a.only.split(","))
@@ -683,7 +814,7 @@ def main(argv=None) -> int:
     if out:
         out.close()
     ran = len(archs) - counts["skipped"]
-    what = a.kind if a.library == "transformers" else ("families" if a.library == "timm" else "classifiers")
+    what = {"timm": "families", "torchvision": f"{a.kind} models"}.get(a.library, a.kind)
     print(f"\n{len(archs)} {a.library} architectures ({what}), {counts['skipped']} skipped "
           f"(CPU fails or cannot be fed), {time.time() - start:.0f} s")
     for mode in modes:

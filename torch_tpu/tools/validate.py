@@ -214,6 +214,9 @@ class Case:
     loss: Callable[[Any], torch.Tensor] = lambda out: out.loss
     # Positional/keyword inputs of model.generate(); None: not checked.
     generate_inputs: Optional[Dict[str, Any]] = None
+    # align(tpu_output, cpu_output): the tpu output in the CPU's order, for
+    # outputs whose order is a sort over near-equal keys (detections).
+    align: Optional[Callable[[Any, Any], Any]] = None
 
 
 @dataclasses.dataclass
@@ -223,6 +226,8 @@ class Family:
     build: Callable[[], Case]
     # Greedy model.generate() with the KV cache is checked too.
     generate: bool = False
+    # False: an inference model (a detector in eval): no training step.
+    train: bool = True
 
 
 def _no_randomness(config) -> None:
@@ -591,7 +596,7 @@ class Reference:
     case: Case
     initial: torch.nn.Module
     forward: Any
-    loss: torch.Tensor
+    loss: Optional[torch.Tensor]  # None (and no grads) for an inference family
     grads: Dict[str, Optional[torch.Tensor]]
     params: Dict[str, torch.Tensor]
     buffers: Dict[str, torch.Tensor]
@@ -685,13 +690,16 @@ def reference(family: Family, generate: bool = True) -> Reference:
         model.eval()
         with torch.no_grad():
             forward = model(**case.forward_inputs)
-        model.train()
-        opt, loss = _train_step(model, model, case)
-        grads = {n: (None if p.grad is None else p.grad.clone()) for n, p in model.named_parameters()}
-        opt.step()
+        loss, grads = None, {}
+        if family.train:
+            model.train()
+            opt, loss = _train_step(model, model, case)
+            grads = {n: (None if p.grad is None else p.grad.clone()) for n, p in model.named_parameters()}
+            opt.step()
+            loss = loss.detach()
         params = {n: p.detach().clone() for n, p in model.named_parameters()}
         buffers = {n: b.clone() for n, b in model.named_buffers()}
-    ref = Reference(case, initial, forward, loss.detach(), grads, params, buffers, None)
+    ref = Reference(case, initial, forward, loss, grads, params, buffers, None)
     if generate and case.generate_inputs is not None:
         ref.generated = _generate_reference(ref)
     return ref
@@ -745,8 +753,11 @@ def check(family: Family, mode: Mode, ref: Optional[Reference] = None, train: bo
                 model.eval()
                 with torch.no_grad():
                     out = call(**_to(case.forward_inputs, "tpu"))
+                if case.align is not None:
+                    out = case.align(out, ref.forward)
                 cmp.outputs("output", out, ref.forward, FORWARD_RTOL)
                 del out
+        if train and family.train:
             with _stage("train"):
                 model.train()
                 tpu_case = dataclasses.replace(case, train_inputs=_to(case.train_inputs, "tpu"))

@@ -83,3 +83,33 @@ def test_base_sweep_runs_an_encoder_decoder_on_audio():
                         "--only", "whisper"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     assert "strict: 1/1 passed" in r.stdout, r.stdout
+
+
+def test_detections_are_matched_before_comparing():
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    boxes = torch.rand(5, 4, generator=g) * 50
+    cpu = [{"boxes": boxes, "scores": torch.tensor([0.5, 0.5 - 1e-8, 0.4, 0.3, 0.3]),
+            "labels": torch.tensor([1, 1, 2, 3, 3])}]
+    perm = torch.tensor([1, 0, 2, 4, 3])  # near-equal scores sorted the other way
+    tpu = [{k: v[perm] + (1e-6 if v.is_floating_point() else 0) for k, v in cpu[0].items()}]
+    got = sweep.align_detections(tpu, cpu)[0]
+    assert torch.equal(got["labels"], cpu[0]["labels"])
+    assert torch.allclose(got["boxes"], boxes, atol=1e-5)
+    # A detection that is missing is not hidden: the counts stay different.
+    short = [{k: v[:4] for k, v in tpu[0].items()}]
+    assert sweep.align_detections(short, cpu)[0]["boxes"].shape[0] == 4
+
+
+def test_torchvision_inference_sweeps_run_children():
+    """A detector (RPN, RoIAlign, nms) and a segmenter, in eval."""
+    pytest.importorskip("torchvision")
+    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
+        pytest.skip("children run each mode themselves: the Strict pass only")
+    for kind, arch in (("detection", "fasterrcnn_mobilenet_v3_large_320_fpn"),
+                       ("segmentation", "lraspp_mobilenet_v3_large")):
+        r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "torchvision", "--kind", kind,
+                            "--only", arch], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+        assert "strict: 1/1 passed" in r.stdout, r.stdout

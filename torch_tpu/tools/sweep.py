@@ -5,7 +5,7 @@ a shrunk default configuration with random weights, on CPU and on tpu.
         [--modes strict,compile] [--only llama,mistral] [--limit N]
         [--timeout 300] [--jsonl results.jsonl]
     python -m torch_tpu.tools.sweep timm         (one model a family)
-    python -m torch_tpu.tools.sweep torchvision  (every classification model)
+    python -m torch_tpu.tools.sweep torchvision [--kind classification|detection|segmentation]
 
 Each architecture runs in a child process with a time limit: the model is
 built on the CPU (seeded, dropout off), run forward and one training step
@@ -21,11 +21,17 @@ vocabulary; lists with one entry per layer are cut to the new depth, and
 sub-configurations (text, vision, ...) are shrunk the same way. A setting
 the configuration class rejects is dropped and the model built again.
 
+Base models are fed by their main input (tokens, images, raw audio or
+log-mel features; see `input_candidates`).
+
 Image models have no configuration to shrink: timm runs the smallest model
 of each family (by parameter count, built on the meta device), torchvision
 every classification model, both at 64x64 images (128, then the model's
 own size, where the CPU refuses a smaller one), 10 classes, one training
 step of the mean square of the logits, dropout and drop-path off.
+torchvision's detection and segmentation models run their forward in eval
+(batch norm calibrated on the input, every detection kept and matched to
+the CPU's before comparing).
 """
 
 import os

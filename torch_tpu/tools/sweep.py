@@ -396,8 +396,6 @@ def _first_that_builds(build, size_kwargs):
 
 def _build_image_model(library: str, name: str, size: Optional[int], kind: str = "classification"):
     """(model, its input size) at `size` (None: the model's own)."""
-    import torch
-
     if library == "timm":
         import timm
 

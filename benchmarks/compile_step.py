@@ -5,16 +5,25 @@ Two workloads:
           of benchmarks/gpt.py (4 layers, d_model 256, seq 128, batch 8);
   resnet  an inference batch of a small ResNet (basic blocks, 3 stages,
           batch 16, 3x64x64 images).
-Rows: PyTorch CPU eager, Inductor on CPU, tpu Fused Eager, tpu compile. The
-tpu side runs at HIGHEST precision (numerics equal to the CPU peers'); tpu
-compile at DEFAULT is reported beside it.
+Rows: PyTorch CPU eager, Inductor on CPU, tpu Strict Eager, tpu Fused Eager,
+tpu compile, and for the GPT step the same step written in JAX (`jax.jit`
+of forward, backward and an AdamW update written out, with the PyTorch
+model's initial weights; JAX's own XLA CPU). The tpu side runs at HIGHEST
+precision (numerics equal to the CPU peers'); tpu compile at DEFAULT is
+reported beside it.
+
+Peak memory: "peak MiB" is the process's resident-set high-water mark over
+the timed steps less its resident set before the model was built (the
+model, optimizer state, activations and the framework's caches: the same
+measure for every row); "device MiB" is `torch.tpu.max_memory_allocated()`
+over the timed steps (tpu rows).
 
 Every row runs in a fresh process with empty compile caches (Inductor's and
 tpu's in a temporary directory), so "first step" is the cold time to the
 first finished step: tracing, compiling and running it. The tpu compile row
 is then run again on the same cache directory: the warm first step.
 Usage: python benchmarks/compile_step.py [--workload gpt|resnet|both]
-           [--steps 10] [--warmup 2] [--skip-inductor]
+           [--steps 10] [--warmup 2] [--skip-inductor] [--skip-jax]
 """
 
 import argparse
@@ -55,7 +64,121 @@ def resnet():
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10)).eval()
 
 
+def _rss_mib(field="VmRSS"):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current resident set
+    except OSError:
+        pass
+
+
+def jax_gpt_worker(args):
+    """The GPT step of benchmarks/gpt.py in JAX, from the same initial
+    weights: LayerNorm, fused QKV, causal attention, exact GELU, untied head,
+    mean cross-entropy, AdamW (PyTorch's defaults: betas 0.9/0.999, eps
+    1e-8, weight decay 0.01, lr 1e-3)."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_default_matmul_precision", "highest")
+    t_start = time.perf_counter()
+    import torch
+
+    sys.path.insert(0, HERE)
+    from gpt import GPT
+
+    torch.manual_seed(0)
+    base_rss = _rss_mib()
+    tmodel = GPT(seq=args.seq)
+    params = {k: jnp.asarray(v.detach().numpy()) for k, v in tmodel.state_dict().items()}
+    heads, layers = tmodel.blocks[0].heads, len(tmodel.blocks)
+    del tmodel
+    data = torch.randint(0, 1024, (args.batch, args.seq))
+    idx, tgt = jnp.asarray(data.numpy()), jnp.asarray(data.roll(-1, 1).numpy())
+
+    def layer_norm(x, p):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) * jax.lax.rsqrt(var + 1e-5) * p["weight"] + p["bias"]
+
+    def linear(x, p, bias=True):
+        y = x @ p["weight"].T
+        return y + p["bias"] if bias else y
+
+    def sub(prefix, ps):
+        return {k[len(prefix):]: v for k, v in ps.items() if k.startswith(prefix)}
+
+    def forward(ps, idx):
+        b, t = idx.shape
+        x = ps["tok.weight"][idx] + ps["pos.weight"][:t]
+        for i in range(layers):
+            blk = sub(f"blocks.{i}.", ps)
+            d = x.shape[-1]
+            qkv = linear(layer_norm(x, sub("ln1.", blk)), sub("qkv.", blk))
+            q, k, v = (z.reshape(b, t, heads, d // heads) for z in jnp.split(qkv, 3, axis=-1))
+            a = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+            x = x + linear(a.reshape(b, t, d), sub("proj.", blk))
+            h = jax.nn.gelu(linear(layer_norm(x, sub("ln2.", blk)), sub("fc.", blk)), approximate=False)
+            x = x + linear(h, sub("out.", blk))
+        return linear(layer_norm(x, sub("ln.", ps)), sub("head.", ps), bias=False)
+
+    def loss_fn(ps, idx, tgt):
+        logits = forward(ps, idx).reshape(-1, 1024)
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.take_along_axis(logp, tgt.reshape(-1, 1), axis=1).mean()
+
+    lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 0.01
+
+    @jax.jit
+    def step(ps, m, v, count, idx, tgt):
+        loss, g = jax.value_and_grad(loss_fn)(ps, idx, tgt)
+        count = count + 1
+        m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
+        v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
+        c1, c2 = 1 - b1 ** count, 1 - b2 ** count
+
+        def update(p, m, v):
+            p = p * (1 - lr * wd)
+            return p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps)
+
+        return loss, jax.tree.map(update, ps, m, v), m, v, count
+
+    m = jax.tree.map(jnp.zeros_like, params)
+    v = jax.tree.map(jnp.zeros_like, params)
+    count = jnp.zeros((), jnp.float32)
+    state = [params, m, v, count]
+
+    def run():
+        loss, *state[:] = step(*state, idx, tgt)
+        return float(loss)
+
+    t0 = time.perf_counter()
+    first_loss = run()
+    first = time.perf_counter() - t0
+    for _ in range(args.warmup):
+        run()
+    _reset_peak_rss()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        loss = run()
+    jax.block_until_ready(state)
+    sps = args.steps / (time.perf_counter() - t0)
+    print("RESULT " + json.dumps({
+        "first": first, "sps": sps, "loss": loss, "first_loss": first_loss,
+        "process": time.perf_counter() - t_start, "peak_mib": _rss_mib("VmHWM") - base_rss}))
+
+
 def worker(args):
+    if args.case == "jax":
+        return jax_gpt_worker(args)
     import torch
 
     t_start = time.perf_counter()
@@ -67,6 +190,9 @@ def worker(args):
 
     torch.manual_seed(0)
     device = "cpu" if args.case in ("cpu", "inductor") else "tpu"
+    if device == "tpu":
+        torch.empty(1, device="tpu")  # the runtime's start-up is not the model's memory
+    base_rss = _rss_mib()
     if args.workload == "gpt":
         model = GPT(seq=args.seq).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -99,6 +225,10 @@ def worker(args):
         first = time.perf_counter() - t0
         for _ in range(args.warmup):
             run().item()
+        if device == "tpu":
+            torch.tpu.synchronize()
+            torch.tpu.reset_peak_memory_stats()
+        _reset_peak_rss()
         t0 = time.perf_counter()
         for _ in range(args.steps):
             loss = run().item()
@@ -109,7 +239,8 @@ def worker(args):
     print("RESULT " + json.dumps({
         "first": first, "sps": sps, "loss": loss, "first_loss": first_loss,
         "process": time.perf_counter() - t_start, "compiles": stats["compiles"],
-        "disk_hits": stats["disk_hits"]}))
+        "disk_hits": stats["disk_hits"], "peak_mib": _rss_mib("VmHWM") - base_rss,
+        "device_mib": torch.tpu.max_memory_allocated() / 2**20 if device == "tpu" else None}))
 
 
 # ------------------------------------------------------------------ driver --
@@ -131,9 +262,12 @@ def spawn(case, workload, precision, args, cache):
 def bench(workload, args):
     rows = []
     cases = [("cpu", "PyTorch CPU eager", "HIGHEST"), ("inductor", "Inductor (CPU)", "HIGHEST"),
+             ("tpu_strict", "tpu Strict Eager, HIGHEST", "HIGHEST"),
              ("tpu_fused", "tpu Fused Eager, HIGHEST", "HIGHEST"),
              ("tpu_compile", "tpu compile, HIGHEST", "HIGHEST"),
              ("tpu_compile", "tpu compile, DEFAULT", "DEFAULT")]
+    if workload == "gpt" and not args.skip_jax:
+        cases.append(("jax", "JAX jit (its XLA CPU)", "HIGHEST"))
     warm = None
     for case, name, prec in cases:
         if case == "inductor" and args.skip_inductor:
@@ -146,14 +280,22 @@ def bench(workload, args):
     what = (f"GPT 4x256 training step (AdamW), seq {args.seq}, batch {args.batch}"
             if workload == "gpt" else "ResNet (3 stages, basic blocks) inference, batch 16, 3x64x64")
     print(f"\n{what}; {args.steps} timed steps after {args.warmup} warm-up; cold caches")
-    print(f"{'run':28s} {'steps/s':>8s} {'vs CPU':>7s} {'first step s':>13s} {'loss':>10s}")
+    print(f"{'run':28s} {'steps/s':>8s} {'vs CPU':>7s} {'first step s':>13s} {'peak MiB':>9s} "
+          f"{'device MiB':>11s} {'loss':>10s}")
     cpu = rows[0][1].get("sps")
     for name, r in rows:
         if "error" in r:
             print(f"{name:28s} FAILED: {r['error']}")
             continue
-        print(f"{name:28s} {r['sps']:8.2f} {r['sps'] / cpu:6.2f}x {r['first']:13.2f} {r['loss']:10.5f}")
+        dev = f"{r['device_mib']:11.1f}" if r.get("device_mib") is not None else f"{'-':>11s}"
+        print(f"{name:28s} {r['sps']:8.2f} {r['sps'] / cpu:6.2f}x {r['first']:13.2f} "
+              f"{r['peak_mib']:9.1f} {dev} {r['loss']:10.5f}")
     by = dict((n, r) for n, r in rows)
+    jx = by.get("JAX jit (its XLA CPU)", {})
+    if "sps" in jx:
+        print("vs JAX (steps/s): " + ", ".join(
+            f"{n.split(',')[0]} {r['sps'] / jx['sps']:.2f}x" for n, r in rows
+            if "sps" in r and n.startswith("tpu") and "DEFAULT" not in n))
     tc, ind = by.get("tpu compile, HIGHEST", {}), by.get("Inductor (CPU)", {})
     if warm and "error" not in warm:
         print(f"tpu compile warm persistent cache: first step {warm['first']:.2f} s "
@@ -172,6 +314,7 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--skip-inductor", action="store_true")
+    ap.add_argument("--skip-jax", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--case", help=argparse.SUPPRESS)
     ap.add_argument("--precision", default="HIGHEST", help=argparse.SUPPRESS)

@@ -59,11 +59,14 @@ def test_image_sweeps_run_children():
 def test_base_model_inputs_follow_the_main_input():
     import torch
 
-    def first(config_cls, model_cls):
+    def candidates(config_cls, model_cls):
         config, _ = sweep.shrunk_config(getattr(transformers, config_cls))
         with torch.device("meta"):
             model = getattr(transformers, model_cls)(config)
-        return {k: tuple(v.shape) for k, v in sweep.input_candidates(model, config)[0].items()}
+        return [{k: tuple(v.shape) for k, v in c.items()} for c in sweep.input_candidates(model, config)]
+
+    def first(config_cls, model_cls):
+        return candidates(config_cls, model_cls)[0]
 
     assert first("ViTConfig", "ViTModel") == {"pixel_values": (2, 3, 224, 224)}
     assert first("Wav2Vec2Config", "Wav2Vec2Model") == {"input_values": (2, 4000)}
@@ -74,6 +77,13 @@ def test_base_model_inputs_follow_the_main_input():
                                             "decoder_input_ids": (2, 8)}
     with pytest.raises(sweep.NotApplicable, match="past_values"):
         first("PatchTSTConfig", "PatchTSTModel")
+    # An audio spectrogram transformer's input_values are (time, mel bins).
+    assert candidates("ASTConfig", "ASTModel")[-1] == {"input_values": (2, 1024, 128)}
+    # A text-image model is tried with images beside its tokens.
+    assert candidates("CLIPConfig", "CLIPModel")[1] == {
+        "input_ids": (2, 16), "attention_mask": (2, 16), "pixel_values": (2, 3, 224, 224)}
+    # A mask named after the main input is given (ones).
+    assert first("AudioFlamingo3EncoderConfig", "AudioFlamingo3Encoder")["input_features_mask"] == (2, 3000)
 
 
 def test_base_sweep_runs_an_encoder_decoder_on_audio():

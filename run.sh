@@ -2,7 +2,8 @@
 # Sets up everything on a fresh machine, then runs the demo or the tests.
 #   ./run.sh demo    train a small model on the tpu device
 #   ./run.sh test    C++ unit tests (CTest), then the Python tests (pytest) in
-#                    each eager mode: Strict, Fused, Debug
+#                    Strict and Fused Eager, and the tests of errors and
+#                    synchronization in Debug Eager
 #   ./run.sh build   set up and build only
 #   ./run.sh sanitize [python args]
 #                    build the extension with AddressSanitizer and UBSan
@@ -54,16 +55,26 @@ case "${1:-}" in
     # cache in child processes with directories of their own).
     CACHE_ROOT=$(mktemp -d)
     trap 'rm -rf "$CACHE_ROOT"' EXIT
+    # Debug Eager runs Strict's programs and waits after each: its values are
+    # Strict's by construction, so its pass runs the tests of what it
+    # changes (where errors surface, synchronization, the runtime's
+    # bookkeeping). Arguments after `test` pick the tests in every mode.
+    debug_tests=(tests/device tests/aten/indexing tests/aten/test_fallback.py tests/aten/optim
+                 tests/lazy/test_cache.py tests/lazy/test_views.py tests/profiler
+                 tests/models/test_regressions.py)
     status=0
     for mode in strict fused debug; do
+      paths=(tests)
       case $mode in
         strict) echo "== pytest, Strict Eager"; mode_env=() ;;
         fused) echo "== pytest, Fused Eager"; mode_env=(TORCH_TPU_DEFER_AND_FUSE=1) ;;
-        debug) echo "== pytest, Debug Eager"; mode_env=(TORCH_TPU_LAUNCH_BLOCKING=1) ;;
+        debug) echo "== pytest, Debug Eager (errors and synchronization)"
+               mode_env=(TORCH_TPU_LAUNCH_BLOCKING=1); paths=("${debug_tests[@]}") ;;
       esac
+      if [ $# -gt 0 ]; then paths=(); fi
       rc=0
       env "${mode_env[@]}" TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/$mode" \
-        "$VENV/bin/python" -m pytest -q tests "$@" || rc=$?
+        "$VENV/bin/python" -m pytest -q ${paths[@]+"${paths[@]}"} "$@" || rc=$?
       if [ "$rc" != 0 ]; then
         echo "FAILED: pytest ($mode, exit $rc)"
         status=1

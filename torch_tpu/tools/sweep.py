@@ -791,6 +791,9 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, help="the first N architectures only")
     p.add_argument("--timeout", type=int, default=300, help="seconds per architecture")
     p.add_argument("--jsonl", help="also write one JSON row per architecture here")
+    p.add_argument("--resume", action="store_true",
+                   help="with --jsonl: keep the rows already in the file, run only the "
+                        "architectures it lacks, and summarize them all")
     a = p.parse_args(argv)
     if a.kind is None:
         a.kind = "causal-lm" if a.library == "transformers" else "classification"
@@ -801,16 +804,23 @@ def main(argv=None) -> int:
     if a.limit:
         archs = archs[:a.limit]
     modes = a.modes.split(",")
-    counts = collections.Counter()
-    causes = collections.Counter()
-    out = open(a.jsonl, "w") if a.jsonl else None
+    rows: List[Dict[str, Any]] = []
+    if a.resume and a.jsonl and os.path.exists(a.jsonl):
+        with open(a.jsonl) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        done = {r["type"] for r in rows}
+        rows = [r for r in rows if r["type"] in {x[0] for x in archs}]
+        archs = [x for x in archs if x[0] not in done]
+        print(f"resuming: {len(rows)} rows from {a.jsonl}, {len(archs)} architectures to run", flush=True)
+    out = open(a.jsonl, "a" if a.resume else "w") if a.jsonl else None
     start = time.time()
     for arch in archs:
         t = time.time()
         row = _run_child(a.library, a.kind, arch, modes, a.timeout)
-        secs = time.time() - t
+        row["seconds"] = round(time.time() - t, 1)
+        rows.append(row)
         if out:
-            out.write(json.dumps(dict(row, seconds=round(secs, 1))) + "\n")
+            out.write(json.dumps(row) + "\n")
             out.flush()
         label = arch[0]
         if row.get("model") and row["model"] != arch[0] and a.library == "timm":
@@ -818,30 +828,33 @@ def main(argv=None) -> int:
         if row.get("image"):
             label += f"@{row['image']}"
         if "skipped" in row:
-            counts["skipped"] += 1
             print(f"{label:<28} {'-':<8} skipped: {row['skipped'][:150]}", flush=True)
             continue
         for mode in modes:
             result = row["results"].get(mode, "FAIL: no result")
-            status = "passed" if result.startswith("pass") else (
-                "mode skipped" if result.startswith("skipped") else "failed")
-            counts[f"{mode} {status}"] += 1
-            if status == "failed":
-                causes[_cause(result)] += 1
-            print(f"{label:<28} {mode:<8} {result[:160]}  ({secs:.0f} s)", flush=True)
+            print(f"{label:<28} {mode:<8} {result[:160]}  ({row['seconds']:.0f} s)", flush=True)
     if out:
         out.close()
-    ran = len(archs) - counts["skipped"]
     what = {"timm": "families", "torchvision": f"{a.kind} models"}.get(a.library, a.kind)
-    print(f"\n{len(archs)} {a.library} architectures ({what}), {counts['skipped']} skipped "
-          f"(CPU fails or cannot be fed), {time.time() - start:.0f} s")
-    for mode in modes:
-        passed = counts[f"{mode} passed"]
-        print(f"{mode}: {passed}/{ran} passed ({100 * passed / max(ran, 1):.1f}%)")
-    for cause, n in causes.most_common(20):
-        print(f"  {n:3d}  {cause}")
+    print()
+    print("\n".join(summary(rows, modes, f"{a.library} architectures ({what})",
+                             time.time() - start)))
     return 0
 
+
+def summary(rows: List[Dict[str, Any]], modes: List[str], what: str, seconds: float) -> List[str]:
+    """The closing lines of a sweep: counts, pass rate per mode, failures by cause."""
+    skipped = sum("skipped" in r for r in rows)
+    ran = len(rows) - skipped
+    lines = [f"{len(rows)} {what}, {skipped} skipped (CPU fails or cannot be fed), {seconds:.0f} s"]
+    causes = collections.Counter()
+    for mode in modes:
+        results = [r["results"].get(mode, "FAIL: no result") for r in rows if "skipped" not in r]
+        passed = sum(x.startswith("pass") for x in results)
+        causes.update(_cause(x) for x in results if x.startswith("FAIL"))
+        lines.append(f"{mode}: {passed}/{ran} passed ({100 * passed / max(ran, 1):.1f}%)")
+    lines += [f"  {n:3d}  {cause}" for cause, n in causes.most_common(20)]
+    return lines
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,12 +15,14 @@ The tpu side runs at HIGHEST precision, numerics equal to the CPU peers'.
 
 For each row: the first call's time (tracing and compiling), then, taking
 turns with the other rows for --rounds rounds, the time to first token (a
-`generate` of one token: prefill and the first decode) and the decoding
-rate (tokens per second over the whole batch, from a `generate` of
---new-tokens tokens, less the first token's time). Programs compiled
-during the timed calls are counted: a static cache must need no new
-program per generated token. The generated tokens are compared with the
-CPU's. Usage: python benchmarks/generate.py [--new-tokens 32] [--prompt 16]
+`generate` of one token: prefill and the first decode) and the rate
+(tokens per second over the whole batch, of a `generate` of --new-tokens
+tokens from start to end, prefill included). Every call uses one
+static cache of prompt + 2 x --new-tokens positions, so that shapes do not
+depend on the length asked for; "compiles" counts the programs compiled by
+the first call ("first") and then by a call generating twice as many tokens
+("2x"): a program per generated token shows as a non-zero second count.
+The generated tokens are compared with the CPU's. Usage: python benchmarks/generate.py [--new-tokens 32] [--prompt 16]
 [--batches 1,8] [--rounds 3] [--skip-inductor]
 """
 
@@ -60,9 +62,10 @@ class Row:
         self.compiled = compiled
         if compiled and device == "cpu":
             self.model.forward = torch.compile(self.model.forward, backend="inductor", dynamic=False)
+        self.cache = None
         self.ttft, self.rate = [], []
         self.first_call = None
-        self.compiles = 0
+        self.compiles = ["-", "-"]
         self.tokens = None
 
     def context(self):
@@ -74,33 +77,41 @@ class Row:
         return stack
 
     def generate(self, prompt, new_tokens):
+        import transformers
+
         ids = prompt.to(self.device)
+        if self.cache is None:
+            self.cache = transformers.StaticCache(config=self.model.config, max_cache_len=self.cache_len)
+        self.cache.reset()
         out = self.model.generate(
             input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-            min_new_tokens=new_tokens, do_sample=False, num_beams=1,
-            cache_implementation="static", disable_compile=not (self.compiled and self.device == "tpu"))
+            min_new_tokens=new_tokens, do_sample=False, num_beams=1, cache=self.cache,
+            disable_compile=not (self.compiled and self.device == "tpu"))
         return out.cpu()  # waits for the device
 
+    def compiles_during(self, fn):
+        before = tm.metrics()["compiles"]
+        out = fn()
+        return out, (str(tm.metrics()["compiles"] - before) if self.device == "tpu" else "-")
+
     def warm_up(self, prompt, new_tokens):
+        self.cache_len = prompt.shape[1] + 2 * new_tokens
         with self.context():
             t0 = time.perf_counter()
-            self.tokens = self.generate(prompt, new_tokens)
-            self.generate(prompt, 1)
+            self.tokens, self.compiles[0] = self.compiles_during(lambda: self.generate(prompt, new_tokens))
             self.first_call = time.perf_counter() - t0
+            _, self.compiles[1] = self.compiles_during(lambda: self.generate(prompt, 2 * new_tokens))
+            self.generate(prompt, 1)
 
     def round(self, prompt, new_tokens):
         with self.context():
-            before = tm.metrics()["compiles"] if self.device == "tpu" else 0
             t0 = time.perf_counter()
             self.generate(prompt, 1)
             t1 = time.perf_counter()
             self.tokens = self.generate(prompt, new_tokens)
             t2 = time.perf_counter()
-            if self.device == "tpu":
-                self.compiles += tm.metrics()["compiles"] - before
-        first = t1 - t0
-        self.ttft.append(first)
-        self.rate.append(self.batch * (new_tokens - 1) / max(t2 - t1 - first, 1e-9))
+        self.ttft.append(t1 - t0)
+        self.rate.append(self.batch * new_tokens / (t2 - t1))
 
 
 def main():
@@ -131,14 +142,14 @@ def main():
                 r.round(prompt, args.new_tokens)
         print(f"\nbatch {batch}")
         print(f"{'run':22s} {'tokens/s':>9s} {'vs CPU':>7s} {'TTFT ms':>8s} {'first call s':>13s} "
-              f"{'compiles':>9s} {'tokens':>7s}")
+              f"{'compiles first, 2x':>19s} {'tokens':>7s}")
         base = rows[0]
         rate = {r.name: statistics.median(r.rate) for r in rows}
         for r in rows:
             same = "same" if torch.equal(r.tokens, base.tokens) else "DIFFER"
-            compiles = str(r.compiles) if r.device == "tpu" else "-"
+            compiles = ", ".join(r.compiles)
             print(f"{r.name:22s} {rate[r.name]:9.1f} {rate[r.name] / rate[base.name]:6.2f}x "
-                  f"{1e3 * statistics.median(r.ttft):8.1f} {r.first_call:13.2f} {compiles:>9s} {same:>7s}")
+                  f"{1e3 * statistics.median(r.ttft):8.1f} {r.first_call:13.2f} {compiles:>19s} {same:>7s}")
         strict, fused = rate["tpu Strict Eager"], rate["tpu Fused Eager"]
         line = f"Fused / Strict: {fused / strict:.2f}x"
         if not args.skip_inductor:

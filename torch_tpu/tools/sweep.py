@@ -251,8 +251,9 @@ def input_candidates(model, config) -> List[Dict[str, Any]]:
     samples, also with a channel dim for codecs), then a spectrogram of the
     configuration's `(max_length, num_mel_bins)`; log-mel features (length
     twice the encoder's positions, Whisper's rule, then 64 frames in either
-    layout). An encoder-decoder model also gets decoder tokens, and a model
-    whose forward takes `<main input>_mask` a mask of ones. The sweep uses the
+    layout). An encoder-decoder model also gets decoder tokens, a model that
+    requires other tokens (`*input_ids`) gets them, and a model whose forward
+    takes `<main input>_mask` a mask of ones. The sweep uses the
     first candidate the CPU runs."""
     import inspect
 
@@ -274,6 +275,15 @@ def input_candidates(model, config) -> List[Dict[str, Any]]:
 
     def images(size):
         return torch.randn(BATCH, channels, size, size, generator=g)
+
+    # Tokens a model needs beside its main input (BLIP-2's `input_ids`,
+    # InstructBLIP's `qformer_input_ids`), with their masks.
+    for name, p in params.items():
+        if name.endswith("input_ids") and name != main and p.default is inspect.Parameter.empty:
+            extra[name] = ids
+            mask = name.replace("input_ids", "attention_mask")
+            if mask in params:
+                extra[mask] = torch.ones(BATCH, SEQ, dtype=torch.long)
 
     def fed(name, value):
         inputs = {name: value, **extra}

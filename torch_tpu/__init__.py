@@ -90,6 +90,7 @@ def _wrap_set_float32_matmul_precision():
 _wrap_set_float32_matmul_precision()
 
 
+from . import _dynamo  # noqa: E402
 from ._dynamo import mark_dynamic  # noqa: E402,F401
 from ._modes import (  # noqa: E402,F401
     EagerMode, cpu_fallback_mode, eager_mode, get_eager_mode, index_checks, is_materialized,
@@ -103,6 +104,8 @@ _distributed._register()
 from . import integrations as _integrations  # noqa: E402
 
 _integrations.install()
+_integrations.when_imported("torch._dynamo.variables.optimizer",
+                            _dynamo.backend.make_optimizers_capturable)
 
 # torch.autocast("tpu") casts to bfloat16 unless told otherwise: the low
 # precision a TPU's matrix unit takes (CUDA's default, float16, is a GPU's).

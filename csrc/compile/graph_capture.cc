@@ -271,6 +271,15 @@ class CapturedGraph {
     num_groups_ = static_cast<int>(groups.size());
     in_slots_.clear();  // only needed while capturing
     in_nodes_.clear();
+    // The capture call's values: a replay reads only the constants among the
+    // arguments and the types of the results. Holding the others would keep
+    // that call's inputs and results alive as long as the graph (a training
+    // step's parameters and optimizer state, once per variant).
+    for (size_t j = 0; j < cap_.args.size(); ++j)
+      if (arg_src_[j] != -1) cap_.args[j].reset();
+    for (lazy::NodePtr& r : cap_.results)
+      r = std::make_shared<lazy::BufferNode>(r->type(), nullptr, std::string("captured result"));
+    for (auto& d : cap_.dynamic) d.node.reset();
     replayable_ = true;
     return true;
   }

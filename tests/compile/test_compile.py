@@ -104,15 +104,26 @@ def test_compiled_training_step_with_optimizer(opt_cls, highest_matmul_precision
     cstep = torch.compile(step, backend="tpu")
     x, t = torch.randn(16, 24), torch.randint(0, 8, (16,))
     xt, tt = x.to("tpu"), t.to("tpu")
-    for i in range(4):
+    held = []
+    for i in range(5):
         ref = step(m, opt, x, t)
         got = cstep(mt, opt_t, xt, tt)
         close(got, ref.detach(), rtol=1e-4, atol=1e-6)
         if i == 1:
             compiled = graphs_compiled()
+        if i >= 1:
+            del got
+            torch.tpu.synchronize()
+            held.append(torch.tpu.memory_allocated())
     for p, pt in zip(m.parameters(), mt.parameters()):
         close(pt, p.detach(), rtol=1e-4, atol=1e-5)
     assert graphs_compiled() == compiled, "later steps must not capture new programs"
+    # A replayed step holds no earlier step's parameters or optimizer state.
+    assert held == [held[0]] * len(held), held
+    # As Dynamo does for CUDA: the step counters live on the device.
+    for state in opt_t.state.values():
+        if "step" in state:
+            assert state["step"].device.type == "tpu"
 
 
 def test_input_mutation_batchnorm_running_stats(highest_matmul_precision):

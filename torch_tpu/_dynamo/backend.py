@@ -384,6 +384,32 @@ def _compiler(kind):
     return compile_graph
 
 
+def make_optimizers_capturable(optimizer_module) -> None:
+    """Dynamo traces an optimizer's first step with `capturable=True` for
+    CUDA and XPU parameters: the step counters then live on the device and
+    the bias corrections are device math. For tpu parameters it left the
+    counters on the CPU, whose values the captured program folds in: a new
+    capture (and compile) every step until the graph fell back to eager.
+    The same rule for tpu: a group of tpu parameters with no state yet is
+    made capturable before Dynamo's own rule runs."""
+    cls = optimizer_module.OptimizerVariable
+    original = cls._set_capturable
+    if getattr(original, "_torch_tpu_wrapped", False):
+        return
+
+    def _set_capturable(self, tx):
+        opt = self.value
+        for group in opt.param_groups:
+            params = group.get("params", [])
+            if ("capturable" in group and params and all(p.device.type == "tpu" for p in params)
+                    and not any(p in opt.state for p in params)):
+                group["capturable"] = True
+        return original(self, tx)
+
+    _set_capturable._torch_tpu_wrapped = True
+    cls._set_capturable = _set_capturable
+
+
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """``torch.compile(model, backend="tpu")``."""
     from torch._dynamo.backends.common import aot_autograd

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ir/ops.h"
 #include "lazy/batch.h"
@@ -221,23 +222,106 @@ void Executor::NoteRngState(const NodePtr& node, std::function<void(uint64_t*)> 
   if (capturing_) rng_nodes_.emplace_back(node, std::move(refresh));
 }
 
+namespace {
+
+// Fused Eager batches whose ops repeat with a few shapes changing every time
+// (autoregressive decoding: the attention mask grows by one column per
+// token while everything else keeps its shape) would compile a whole new
+// program per step. Per op sequence (names and attributes, not shapes)
+// this remembers the last shapes; once a sequence has come back with other
+// shapes twice, and at most one op in 8 changed, the batch runs as runs of
+// consecutive ops that kept or changed their shapes: the unchanged runs
+// reuse their programs, the changing ones are small (and compile the quick
+// way). Guarded by the executor's lock.
+struct ShapeHistory {
+  std::vector<uint64_t> shapes;  // per op, of the last batch
+  int changes = 0;
+};
+
+constexpr uint64_t kFnvPrime = 1099511628211ULL;
+
+inline void Mix(uint64_t& h, int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * kFnvPrime; }
+
+// Split points of `batch` (starts of its runs after the first), or none.
+std::vector<size_t> ShapeVaryingRuns(const Batch& batch) {
+  static std::unordered_map<uint64_t, ShapeHistory> history;
+  uint64_t structure = 14695981039346656037ULL;
+  std::vector<uint64_t> shapes(batch.size());
+  for (size_t r = 0; r < batch.size(); ++r) {
+    const PendingOp& p = *batch[r];
+    Mix(structure, static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.op.name)));
+    for (int64_t v : p.attrs.ints) Mix(structure, v);
+    Mix(structure, static_cast<int64_t>(p.inputs.size()));
+    Mix(structure, static_cast<int64_t>(p.outs.size()));
+    uint64_t h = 14695981039346656037ULL;
+    for (const Operand& in : p.inputs) {
+      // The view and what it views (a slice of a growing tensor keeps its
+      // shape, but the program's parameter does not).
+      Mix(h, static_cast<int64_t>(in.view.dtype));
+      for (int64_t d : in.view.sizes) Mix(h, d);
+      for (int64_t d : in.view.strides) Mix(h, d);
+      Mix(h, in.view.offset);
+      if (in.node)
+        for (int64_t d : in.node->type().dims) Mix(h, d);
+      Mix(h, -1);
+    }
+    for (const auto& out : p.outs) {
+      Mix(h, static_cast<int64_t>(out.type.dtype));
+      for (int64_t d : out.type.dims) Mix(h, d);
+      Mix(h, -2);
+    }
+    shapes[r] = h;
+  }
+  if (history.size() > 4096) history.clear();
+  auto [it, fresh] = history.try_emplace(structure);
+  ShapeHistory& past = it->second;
+  std::vector<size_t> cuts;
+  if (!fresh && past.shapes.size() == shapes.size() && past.shapes != shapes) {
+    ++past.changes;
+    size_t changed = 0;
+    for (size_t r = 0; r < shapes.size(); ++r) changed += shapes[r] != past.shapes[r];
+    if (past.changes >= 2 && 8 * changed <= shapes.size()) {
+      for (size_t r = 1; r < shapes.size(); ++r)
+        if ((shapes[r] != past.shapes[r]) != (shapes[r - 1] != past.shapes[r - 1])) cuts.push_back(r);
+    }
+  }
+  past.shapes = std::move(shapes);
+  return cuts;
+}
+
+}  // namespace
+
 void Executor::FlushLocked(Captured* capture) {
   if (capturing_ && !capture && !pending_.empty()) capture_broken_ = true;
   if (pending_.empty()) return;
   Batch batch;
   batch.swap(pending_);
   pending_.reserve(std::min(batch.size(), max_pending_));  // the next batch is likely as long
-  Program prog = BuildProgram(batch, capture);
-  if (!prog.failure.empty()) {  // an input failed earlier: the results carry its error
-    FailAll(prog.live, prog.failure);
-    if (capture) {
-      capture_broken_ = true;
+  auto run = [&](const Batch& part) {
+    Program prog = BuildProgram(part, capture);
+    if (!prog.failure.empty()) {  // an input failed earlier: the results carry its error
+      FailAll(prog.live, prog.failure);
+      if (capture) {
+        capture_broken_ = true;
+        return;
+      }
+      if (CurrentMode() != EagerMode::kDeferAndFuse) throw std::runtime_error(prog.failure);
       return;
     }
-    if (CurrentMode() != EagerMode::kDeferAndFuse) throw std::runtime_error(prog.failure);
-    return;
+    LaunchProgram(part, prog, capture);
+  };
+  std::vector<size_t> cuts;
+  if (!capture && batch.size() > 1 && CurrentMode() == EagerMode::kDeferAndFuse)
+    cuts = ShapeVaryingRuns(batch);
+  if (cuts.empty()) return run(batch);
+  cuts.push_back(batch.size());
+  size_t begin = 0;
+  for (size_t end : cuts) {
+    Batch part(batch.begin() + begin, batch.begin() + end);
+    for (size_t r = 0; r < part.size(); ++r) part[r]->index = static_cast<int>(r);
+    begin = end;
+    run(part);
   }
-  LaunchProgram(batch, prog, capture);
 }
 
 }  // namespace tpu::lazy

@@ -197,3 +197,38 @@ def test_strict_failure_raises_on_the_call_that_issued_it():
     with torch_tpu.eager_mode(torch_tpu.EagerMode.DEFER_NEVER):
         with pytest.raises(RuntimeError, match="_debug_failing_op"):
             torch_tpu._C._debug_failing_op(x)
+
+
+def test_a_growing_tensor_recompiles_only_the_ops_that_read_it(highest_matmul_precision):
+    # Decoding with a static cache: the attention mask grows by a column per
+    # step while the rest of each step keeps its shapes. The rest must keep
+    # its program; only the few ops whose shapes change compile anew.
+    import re
+
+    import torch_tpu.metrics as tm
+
+    def steps(device, n=8):
+        g = torch.Generator().manual_seed(0)
+        w = (torch.randn(32, 32, generator=g) / 6).to(device)
+        x = torch.randn(4, 32, generator=g).to(device)
+        mask = torch.ones(4, 3, device=device)
+        sizes = []
+        for step in range(n):
+            if step == 3 and device == "tpu":
+                tm.reset()
+            h = x
+            for _ in range(12):
+                h = torch.tanh(h @ w)
+            h = h * mask.sum(-1, keepdim=True) / mask.shape[1]
+            mask = torch.cat([mask, torch.ones(4, 1, device=device)], dim=1)
+            x = h
+            sizes.append(x.sum().item())  # a read per step, as generate's stopping check
+        return x.cpu(), sizes
+
+    ref, _ = steps("cpu")
+    with torch_tpu.eager_mode(EagerMode.DEFER_AND_FUSE):
+        got, _ = steps("tpu")
+        recompiled = [name for _, name in tm.metrics()["recent_recompiles"]]
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    ops = [int(m.group(1)) if (m := re.match(r"fused\((\d+) ops", name)) else 1 for name in recompiled]
+    assert recompiled and max(ops) <= 4, recompiled

@@ -123,3 +123,18 @@ def test_torchvision_inference_sweeps_run_children():
                             "--only", arch], capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr[-3000:]
         assert "strict: 1/1 passed" in r.stdout, r.stdout
+
+
+def test_float64_check_widens_the_models_own_float32_tensors():
+    import torch
+
+    class Positions(torch.nn.Module):  # as DETR's position embeddings
+        def forward(self, x):
+            dim_t = torch.arange(x.shape[-1], dtype=torch.float32)
+            return x * dim_t + x.float().sum()
+
+    x = torch.randn(2, 4, dtype=torch.float64)
+    with sweep._Float64Everywhere():
+        out = Positions()(x)
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, x * torch.arange(4, dtype=torch.float64) + x.sum())

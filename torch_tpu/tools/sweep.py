@@ -658,6 +658,29 @@ def _rounding_noise(model, seed: int):
     return model
 
 
+def _Float64Everywhere():
+    """A torch function mode under which float32 is float64: a `dtype`
+    argument of float32 becomes float64 and float32 results are widened, so
+    a model that makes float32 tensors of its own (DETR's position
+    embeddings: `torch.arange(..., dtype=torch.float32)`) runs wholly in
+    float64 for the float64 check."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_map
+
+    def widen(x):
+        if isinstance(x, torch.Tensor) and x.dtype == torch.float32:
+            return x.double()
+        return torch.float64 if x is torch.float32 else x
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = {k: widen(v) for k, v in (kwargs or {}).items()}
+            return tree_map(widen, func(*tree_map(widen, args), **kwargs))
+
+    return Mode()
+
+
 def _f64_arbitration(ref, mode, train: bool = True) -> str:
     """Whether values that differ from CPU's f32 ones are as accurate as
     CPU's. Batch norm in training over a few values (batch 2 at 2x2 maps)
@@ -714,7 +737,8 @@ def _f64_arbitration(ref, mode, train: bool = True) -> str:
     if getattr(getattr(m64, "config", None), "_experts_implementation", None) not in (None, "eager"):
         m64.set_experts_implementation("eager")  # the CPU's grouped matmul takes no float64
     with V._quiet():
-        r64 = run(m64, {k: as_double(v) for k, v in case.train_inputs.items()})
+        with _Float64Everywhere():
+            r64 = run(m64, {k: as_double(v) for k, v in case.train_inputs.items()})
         with mode.context(), V.highest_precision():
             model = V.to_tpu(ref.initial)
             rt = run(model, V._to(case.train_inputs, "tpu"), mode.wrap(model))

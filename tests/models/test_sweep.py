@@ -138,3 +138,25 @@ def test_float64_check_widens_the_models_own_float32_tensors():
         out = Positions()(x)
     assert out.dtype == torch.float64
     torch.testing.assert_close(out, x * torch.arange(4, dtype=torch.float64) + x.sum())
+
+
+def test_a_model_with_an_empty_parameter_is_compared():
+    # DINOv3's register tokens with none configured: a (1, 0, d) parameter.
+    import torch
+
+    from torch_tpu.tools import validate as V
+
+    class Registers(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.registers = torch.nn.Parameter(torch.zeros(1, 0, 8))
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.proj(torch.cat([self.registers.expand(x.shape[0], -1, -1), x], dim=1))
+
+    x = torch.randn(2, 3, 8)
+    case = V.Case(Registers(), dict(x=x), dict(x=x), loss=sweep.first_output_loss)
+    family = V.Family("registers", "sweep", lambda: case)
+    ref = V.reference(family)
+    assert V.check(family, V.get_mode("strict"), ref=ref) < 1e-4

@@ -763,13 +763,14 @@ def check(family: Family, mode: Mode, ref: Optional[Reference] = None, train: bo
                 tpu_case = dataclasses.replace(case, train_inputs=_to(case.train_inputs, "tpu"))
                 opt, loss = _train_step(model, call, tpu_case)
                 cmp.tensor("loss", loss.detach(), ref.loss, LOSS_RTOL)
-                floor = GRAD_FLOOR * max((g.abs().max().item() for g in ref.grads.values() if g is not None),
-                                         default=0.0)
+                floor = GRAD_FLOOR * max((g.abs().max().item() for g in ref.grads.values()
+                                          if g is not None and g.numel()), default=0.0)
                 for n, p in model.named_parameters():
                     cmp.tensor(f"grad of {n}", p.grad, ref.grads[n], GRAD_RTOL, floor)
             with _stage("optimizer step"):
                 opt.step()
-                floor = PARAM_FLOOR * max((p.abs().max().item() for p in ref.params.values()), default=0.0)
+                floor = PARAM_FLOOR * max((p.abs().max().item() for p in ref.params.values() if p.numel()),
+                                          default=0.0)
                 for n, p in model.named_parameters():
                     cmp.tensor(f"{n} after step", p.detach(), ref.params[n], PARAM_RTOL, floor)
                 for n, b in model.named_buffers():

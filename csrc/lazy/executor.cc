@@ -21,6 +21,15 @@
 
 namespace tpu::lazy {
 
+namespace {
+
+// FNV-1a steps: the structure hashes of the op stream (Run, ShapeVaryingRuns).
+constexpr uint64_t kFnvPrime = 1099511628211ULL;
+
+inline void Mix(uint64_t& h, int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * kFnvPrime; }
+
+}  // namespace
+
 pjrt::ElementType ToPjrt(ir::DType t) {
   using E = pjrt::ElementType;
   switch (t) {
@@ -127,12 +136,11 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<
   uint64_t sig = 0;
   if (mode == EagerMode::kDeferAndFuse && !capturing_) {
     // The op's structure (not its data): name, attrs, input views.
-    sig = reinterpret_cast<uintptr_t>(op.name) * 1099511628211ULL;
-    auto mix = [&sig](int64_t v) { sig = (sig ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };
-    for (int64_t v : rec->attrs.ints) mix(v);
+    sig = reinterpret_cast<uintptr_t>(op.name) * kFnvPrime;
+    for (int64_t v : rec->attrs.ints) Mix(sig, v);
     for (const Operand& in : rec->inputs) {
-      for (int64_t d : in.view.sizes) mix(d);
-      mix(static_cast<int64_t>(in.view.dtype));
+      for (int64_t d : in.view.sizes) Mix(sig, d);
+      Mix(sig, static_cast<int64_t>(in.view.dtype));
     }
   }
   rec->index = static_cast<int>(pending_.size());
@@ -237,10 +245,6 @@ struct ShapeHistory {
   std::vector<uint64_t> shapes;  // per op, of the last batch
   int changes = 0;
 };
-
-constexpr uint64_t kFnvPrime = 1099511628211ULL;
-
-inline void Mix(uint64_t& h, int64_t v) { h = (h ^ static_cast<uint64_t>(v)) * kFnvPrime; }
 
 // Split points of `batch` (starts of its runs after the first), or none.
 std::vector<size_t> ShapeVaryingRuns(const Batch& batch) {

@@ -134,7 +134,7 @@ def test_float64_check_widens_the_models_own_float32_tensors():
             return x * dim_t + x.float().sum()
 
     x = torch.randn(2, 4, dtype=torch.float64)
-    with sweep._Float64Everywhere():
+    with sweep._float64_everywhere():
         out = Positions()(x)
     assert out.dtype == torch.float64
     torch.testing.assert_close(out, x * torch.arange(4, dtype=torch.float64) + x.sum())

@@ -658,7 +658,7 @@ def _rounding_noise(model, seed: int):
     return model
 
 
-def _Float64Everywhere():
+def _float64_everywhere():
     """A torch function mode under which float32 is float64: a `dtype`
     argument of float32 becomes float64 and float32 results are widened, so
     a model that makes float32 tensors of its own (DETR's position
@@ -737,7 +737,7 @@ def _f64_arbitration(ref, mode, train: bool = True) -> str:
     if getattr(getattr(m64, "config", None), "_experts_implementation", None) not in (None, "eager"):
         m64.set_experts_implementation("eager")  # the CPU's grouped matmul takes no float64
     with V._quiet():
-        with _Float64Everywhere():
+        with _float64_everywhere():
             r64 = run(m64, {k: as_double(v) for k, v in case.train_inputs.items()})
         with mode.context(), V.highest_precision():
             model = V.to_tpu(ref.initial)
@@ -889,6 +889,7 @@ def summary(rows: List[Dict[str, Any]], modes: List[str], what: str, seconds: fl
         lines.append(f"{mode}: {passed}/{ran} passed ({100 * passed / max(ran, 1):.1f}%)")
     lines += [f"  {n:3d}  {cause}" for cause, n in causes.most_common(20)]
     return lines
+
 
 if __name__ == "__main__":
     sys.exit(main())

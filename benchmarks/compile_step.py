@@ -16,7 +16,10 @@ Peak memory: "peak MiB" is the process's resident-set high-water mark over
 the timed steps less its resident set before the model was built (the
 model, optimizer state, activations and the framework's caches: the same
 measure for every row); "device MiB" is `torch.tpu.max_memory_allocated()`
-over the timed steps (tpu rows).
+over the timed steps (tpu rows) and, for the CPU rows of the GPT step, the
+same figure for CPU tensors: those held when a step starts (parameters,
+gradients, optimizer state, inputs) plus the highest running sum of the
+allocations and frees that torch.profiler records during the step.
 
 Every row runs in a fresh process with empty compile caches (Inductor's and
 tpu's in a temporary directory), so "first step" is the cold time to the
@@ -78,6 +81,36 @@ def _reset_peak_rss():
             f.write("5")  # resets VmHWM to the current resident set
     except OSError:
         pass
+
+
+def _cpu_tensor_peak_mib(run, held):
+    """Peak bytes of CPU tensors over one step, the CPU rows' counterpart of
+    torch.tpu.max_memory_allocated(): the tensors held when the step starts
+    (`held()`: parameters, gradients, optimizer state, inputs) plus the
+    highest running sum of the allocations and frees that torch.profiler
+    records during it. The profile covers the step before too, so that the
+    frees of what that step allocated (its gradients) are recorded."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run().item()
+        seen, base = set(), 0
+        for t in held():
+            if t is not None and t.untyped_storage().data_ptr() not in seen:
+                seen.add(t.untyped_storage().data_ptr())
+                base += t.untyped_storage().nbytes()
+        with record_function("measured step"):
+            run().item()
+    events = prof.profiler.kineto_results.events()
+    step = next(e for e in events if e.name() == "measured step")
+    now = top = 0
+    for t, nbytes in sorted((e.start_ns(), e.nbytes()) for e in events
+                            if e.name() == "[memory]" and e.start_ns() >= step.start_ns()):
+        if t > step.end_ns():
+            break
+        now += nbytes
+        top = max(top, now)
+    return (base + top) / 2**20
 
 
 def jax_gpt_worker(args):
@@ -235,12 +268,18 @@ def worker(args):
         if device == "tpu":
             torch.tpu.synchronize()
         sps = args.steps / (time.perf_counter() - t0)
+        device_mib = torch.tpu.max_memory_allocated() / 2**20 if device == "tpu" else None
+        if device == "cpu" and args.workload == "gpt":
+            def held():
+                return [*model.parameters(), *(p.grad for p in model.parameters()), idx, tgt,
+                        *(v for st in opt.state.values() for v in st.values() if torch.is_tensor(v))]
+            device_mib = _cpu_tensor_peak_mib(run, held)
     stats = torch.tpu._get_cache_stats()
     print("RESULT " + json.dumps({
         "first": first, "sps": sps, "loss": loss, "first_loss": first_loss,
         "process": time.perf_counter() - t_start, "compiles": stats["compiles"],
         "disk_hits": stats["disk_hits"], "peak_mib": _rss_mib("VmHWM") - base_rss,
-        "device_mib": torch.tpu.max_memory_allocated() / 2**20 if device == "tpu" else None}))
+        "device_mib": device_mib}))
 
 
 # ------------------------------------------------------------------ driver --

@@ -72,6 +72,11 @@ def pytest_configure(config):
         "CompletedProcess objects by name")
     config.addinivalue_line(
         "markers",
+        "strict_pass(reason): runs only in the pytest pass that starts in Strict Eager (run.sh "
+        "runs the suite once per eager mode): the test starts its own processes or sets its "
+        "modes itself, or checks something no eager mode changes")
+    config.addinivalue_line(
+        "markers",
         "libtpu: needs the libtpu wheel (pip install libtpu); skipped without it")
     config.addinivalue_line(
         "markers",
@@ -92,6 +97,11 @@ def _start(code, env_extra):
 
 
 def pytest_collection_modifyitems(session, config, items):
+    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
+        for item in items:
+            marker = item.get_closest_marker("strict_pass")
+            if marker is not None:
+                item.add_marker(pytest.mark.skip(reason="the Strict pass only: " + marker.args[0]))
     # Tests that wait for background processes run last, giving them the
     # whole run to finish.
     items.sort(key=lambda item: item.get_closest_marker("subprocesses") is not None)

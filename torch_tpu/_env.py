@@ -40,6 +40,10 @@ VARIABLES = (
     _Var("TORCH_TPU_CUDA_PREALLOCATE", "0", "stable",
          "CUDA plugin: 1 lets it take its memory at start (off: memory on demand, as PyTorch "
          "does; read by the C++ runtime)."),
+    _Var("TORCH_TPU_DONATE", "1", "stable",
+         "An op that updates a tensor in place (optimizer steps, add_, x[i] = v) reuses the "
+         "memory of the tensor's old value when nothing else holds it (buffer donation); '0' "
+         "turns this off (read by the C++ runtime)."),
     _Var("TORCH_TPU_DEFER_AND_FUSE", "0", "stable",
          "1: start in Fused Eager mode (EagerMode.DEFER_AND_FUSE)."),
     _Var("TORCH_TPU_DIST_CHECK", "1", "stable",

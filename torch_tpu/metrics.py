@@ -26,7 +26,9 @@ def metrics() -> dict:
     ``compiles``, ``compile_seconds``: programs compiled (persistent-cache
     misses) and their time; ``disk_hits``, ``load_seconds``: executables
     loaded from the persistent cache; ``memory_hits``: programs found in the
-    in-memory cache; ``programs_executed``; ``host_syncs`` and
+    in-memory cache; ``programs_executed``; ``buffers_donated`` and
+    ``donated_bytes``: old values of tensors updated in place whose memory
+    the program that updated them reused; ``host_syncs`` and
     ``host_sync_sites`` ((reason at user line, count) pairs);
     ``h2d_copies``/``h2d_bytes`` and ``d2h_copies``/``d2h_bytes``;
     ``cpu_fallbacks`` ((op, count) pairs); ``recompiles`` ((cause, count)
@@ -46,7 +48,8 @@ def metrics() -> dict:
 
 # metrics() key for each of _C._cache_stats()' counters it reports.
 _FROM_CACHE = {"launches": "programs_executed", "hits": "memory_hits", "disk_hits": "disk_hits",
-               "compiles": "compiles", "compile_seconds": "compile_seconds"}
+               "compiles": "compiles", "compile_seconds": "compile_seconds",
+               "donated": "buffers_donated", "donated_bytes": "donated_bytes"}
 _baseline: dict = {}
 
 

@@ -320,10 +320,16 @@ class CapturedGraph {
         }
       }
     }
+    // An argument read from an input that the graph overwrites is held by
+    // that input's storage and by prog_args only: the launch may donate it.
+    std::vector<long> owners(prog_args.size(), 0);
+    for (size_t j = 0; j < prog_args.size(); ++j)
+      for (const auto& [i, k] : mutated_)
+        if (arg_src_[j] == i) owners[j] = 2;
     std::vector<lazy::NodePtr> results;
     {
       py::gil_scoped_release no_gil;
-      results = ex.Launch(cap_, prog_args);
+      results = ex.Launch(cap_, prog_args, owners);
     }
     for (const auto& [i, k] : mutated_) SlotOf(tensors[i])->node = results[k];
     if (record_result_ >= 0) AfterReplay(results[record_result_], index_checks_.checks);

@@ -175,6 +175,8 @@ py::dict CacheStats() {
   d["cached"] = s.cached;
   d["compiles"] = s.compiles;
   d["launches"] = s.launches;
+  d["donated"] = s.donated;
+  d["donated_bytes"] = s.donated_bytes;
   d["compile_seconds"] = s.compile_seconds;
   d["tier_ups"] = s.tier_ups;
   py::list entries;
@@ -341,6 +343,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_follow_torch_precision", &ops::SetFollowTorchPrecision);
   m.def("_set_allow_excess_precision", &lazy::SetAllowExcessPrecision);
   m.def("_allow_excess_precision", &lazy::AllowExcessPrecision);
+  m.def("_set_donation", &lazy::SetDonation);
+  m.def("_donation", &lazy::Donation);
   m.def("_follow_torch_precision", &ops::FollowTorchPrecision);
   m.def("_current_precision", [] { return static_cast<int64_t>(ops::CurrentPrecision()); });
   m.def("_set_cpu_fallback", &device::SetCpuFallback);

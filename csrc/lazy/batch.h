@@ -36,6 +36,9 @@ struct PendingOp {
     Store store = Store::kFresh;
     ViewSpec view;        // kWhole / kPartial: the destination view
     NodePtr base;         // kPartial: the storage's previous value (may be null)
+    // kWhole: the storage's previous value, for donation (see
+    // Program::aliases); not held, so a value nobody reads dies at once.
+    std::weak_ptr<BufferNode> prev;
     int64_t storage_numel = 0;
     std::weak_ptr<BufferNode> result;
   };
@@ -55,6 +58,10 @@ int64_t QuickCompileElements();
 // program's cache key.
 bool AllowExcessPrecision();
 void SetAllowExcessPrecision(bool allow);
+// Whether launches donate the aliased parameters nothing else holds
+// (Program::aliases; TORCH_TPU_DONATE, on by default).
+bool Donation();
+void SetDonation(bool on);
 
 // One batch as a program: where every value comes from, which results
 // leave it, and its cache key.
@@ -65,6 +72,16 @@ struct Executor::Program {
   };
   std::vector<const BufferNode*> params;  // the program's tensor parameters
   std::vector<NodePtr> param_nodes;       // (held until the launch)
+  // References to each parameter from the batch's records (inputs and
+  // partial writes' bases): LaunchProgram donates a parameter when nothing
+  // outside the batch holds its node.
+  std::vector<int> param_refs;
+  // Donation: (parameter, output) pairs declared aliased in the program
+  // (tf.aliasing_output): the parameter is a storage's previous value, the
+  // output its new one, of the same type. Declared from the program's
+  // structure (so the key decides it); at launch a parameter that someone
+  // still holds is passed as non-donatable and XLA writes a fresh buffer.
+  std::vector<std::pair<int, int>> aliases;
   // Per input and per output of every op, flat: op r's start at in_at[r]
   // and out_at[r].
   std::vector<size_t> in_at, out_at;

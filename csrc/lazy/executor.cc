@@ -117,6 +117,7 @@ std::vector<NodePtr> Executor::Run(const Lowering& op, Attrs attrs, std::vector<
       if (CoversWhole(out.view, out.storage_numel)) {
         out.store = Store::kWhole;
         node_type = {out.view.dtype, out.view.sizes};
+        out.prev = o.slot->node;
       } else {
         out.store = Store::kPartial;
         out.base = o.slot->node;

@@ -47,6 +47,10 @@ struct Captured {
   // The program's results in order: the recorded values still held when
   // the capture ended (graph outputs, new values of mutated inputs).
   std::vector<NodePtr> results;
+  // (argument, result) pairs the program declares aliased: the argument is
+  // a storage's value the graph overwrites with the result (Program::aliases).
+  // Launch donates such an argument when nothing else holds it.
+  std::vector<std::pair<int, int>> aliases;
   // Arguments that hold RNG state: at each replay, `refresh` writes the
   // state (two u64 words) for that run.
   std::vector<std::pair<int, std::function<void(uint64_t*)>>> rng;
@@ -75,6 +79,9 @@ struct CacheStats {
   // (GetExecutable; not in `compiles`, their time is in compile_seconds).
   int64_t requests = 0, hits = 0, disk_hits = 0, prefetched = 0, compiles = 0, launches = 0,
           disk_refused = 0, evicted = 0, tier_ups = 0;
+  // donated: parameter buffers handed to the programs that overwrote them
+  // (in-place updates; their bytes in donated_bytes).
+  int64_t donated = 0, donated_bytes = 0;
   int64_t cached = 0;  // executables held in memory now
   double compile_seconds = 0;
   std::vector<std::pair<std::string, double>> entries;  // program name, compile seconds
@@ -127,7 +134,11 @@ class Executor {
   // Registers a node created for the capture as an RNG state operand.
   void NoteRngState(const NodePtr& node, std::function<void(uint64_t*)> refresh);
   // Runs a captured program on `args` and returns its results, ready nodes.
-  std::vector<NodePtr> Launch(const Captured& c, const std::vector<NodePtr>& args);
+  // `owners[j]`, where nonzero, is the use count args[j] has when only the
+  // caller holds it for a storage that the results overwrite: an aliased
+  // argument with that count is donated (see Captured::aliases).
+  std::vector<NodePtr> Launch(const Captured& c, const std::vector<NodePtr>& args,
+                              const std::vector<long>& owners = {});
 
   // Called before each op is recorded in Fused Eager; true when the op is
   // the first of a backward pass (the extension also queues a flush for the

@@ -2,6 +2,9 @@
 // program (LaunchProgram), a captured graph's (Launch), and the uploads of
 // host data. Every launch is asynchronous: the runtime holds its inputs
 // and outputs until the plugin is done with them.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "lazy/batch.h"
@@ -11,6 +14,16 @@
 #include "profiler/trace.h"
 
 namespace tpu::lazy {
+
+namespace {
+std::atomic<bool> g_donation{[] {
+  const char* v = std::getenv("TORCH_TPU_DONATE");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}()};
+}  // namespace
+
+bool Donation() { return g_donation.load(std::memory_order_relaxed); }
+void SetDonation(bool on) { g_donation.store(on); }
 
 namespace {
 
@@ -108,25 +121,43 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
     offset_nodes.push_back(Scalar(&capture->sizes[i], ir::DType::S32));
     args.push_back(offset_nodes.back()->buffer()->raw());
   }
+  // An aliased parameter is donated when nothing outside the batch holds its
+  // node: no tensor, view or pending op can read the old value again (the
+  // runtime's holds of in-flight launches keep buffers, not nodes, and the
+  // plugin orders a donation after the reads already enqueued).
+  std::vector<int64_t> keep;
+  std::vector<int> donated;
+  for (const auto& [param, out] : prog.aliases) {
+    if (Donation() && param_nodes[param].use_count() == 1 + prog.param_refs[param])
+      donated.push_back(param);
+    else
+      keep.push_back(param);
+  }
   std::unique_ptr<pjrt::Event> done;
   std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
   const bool tracing = profiler::Recording();
   const int64_t issued = tracing ? profiler::NowNs() : 0;
   try {
-    bufs = exe->Execute(args, {}, &done);
+    bufs = exe->Execute(args, keep, &done);
   } catch (const std::exception& e) {
     const std::string msg = "tpu: running " + name + " (issued by: " + Issued(batch) + ") failed: " + e.what();
     FailAll(prog.live, msg);
     throw std::runtime_error(msg);
   }
+  int64_t donated_bytes = 0;
+  for (int param : donated) donated_bytes += rt.Donated(param_nodes[param]->buffer_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
+    stats_.donated += static_cast<int64_t>(donated.size());
+    stats_.donated_bytes += donated_bytes;
   }
   done = DoneWithBuffers(std::move(done), bufs);
   if (tracing) profiler::OnLaunch(name, issued, profiler::NowNs(), KernelMeta(batch), done.get());
-  std::vector<std::shared_ptr<const void>> hold(param_nodes.begin(), param_nodes.end());
-  hold.insert(hold.end(), offset_nodes.begin(), offset_nodes.end());
+  std::vector<std::shared_ptr<const void>> hold;
+  hold.reserve(param_nodes.size() + offset_nodes.size() + live.size());
+  for (const NodePtr& n : param_nodes) hold.push_back(n->buffer_);
+  for (const NodePtr& n : offset_nodes) hold.push_back(n->buffer_);
   for (size_t i = 0; i < live.size(); ++i) {
     live[i]->buffer_ = rt.Track(std::move(bufs[i]));
     live[i]->producer_.reset();
@@ -141,6 +172,7 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
     capture->args = std::move(param_nodes);
     capture->args.insert(capture->args.end(), offset_nodes.begin(), offset_nodes.end());
     capture->size_args = static_cast<int>(capture->args.size() - num_sizes);
+    capture->aliases = prog.aliases;
     capture->results = std::move(live);
     capture->rng.clear();
     for (auto& [weak, refresh] : rng_nodes_) {
@@ -150,7 +182,8 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
     }
   }}
 
-std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodePtr>& args) {
+std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodePtr>& args,
+                                     const std::vector<long>& owners) {
   std::vector<NodePtr> results;
   if (!c.exe) return results;
   std::vector<PJRT_Buffer*> raw;
@@ -160,25 +193,40 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
     raw.push_back(a->buffer()->raw());
   }
   Runtime& rt = Runtime::Get();
+  std::vector<int64_t> keep;
+  std::vector<int> donated;
+  for (const auto& [arg, out] : c.aliases) {
+    const long n = static_cast<size_t>(arg) < owners.size() ? owners[arg] : 0;
+    if (Donation() && n > 0 && args[arg].use_count() == n)
+      donated.push_back(arg);
+    else
+      keep.push_back(arg);
+  }
   std::unique_ptr<pjrt::Event> done;
   std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
   const bool tracing = profiler::Recording();
   const int64_t issued = tracing ? profiler::NowNs() : 0;
   try {
-    bufs = c.exe->Execute(raw, {}, &done);
+    bufs = c.exe->Execute(raw, keep, &done);
   } catch (const std::exception& e) {
     throw std::runtime_error("tpu: running " + c.name + " failed: " + e.what());
   }
+  int64_t donated_bytes = 0;
+  for (int arg : donated) donated_bytes += rt.Donated(args[arg]->buffer_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
+    stats_.donated += static_cast<int64_t>(donated.size());
+    stats_.donated_bytes += donated_bytes;
   }
   done = DoneWithBuffers(std::move(done), bufs);
   if (tracing)
     profiler::OnLaunch(c.name, issued, profiler::NowNs(),
                        {profiler::Meta{"ops", c.ops}, profiler::Meta{"op count", std::to_string(c.op_count), false}},
                        done.get());
-  std::vector<std::shared_ptr<const void>> hold(args.begin(), args.end());
+  std::vector<std::shared_ptr<const void>> hold;
+  hold.reserve(args.size() + bufs.size());
+  for (const NodePtr& a : args) hold.push_back(a->buffer_);
   results.reserve(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) {
     results.push_back(std::make_shared<BufferNode>(c.results[i]->type(), rt.Track(std::move(bufs[i])), c.name));

@@ -88,6 +88,11 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
     for (size_t o = 0; o < batch[r]->outs.size(); ++o)
       if (batch[r]->outs[o].base) base_refs[out_at[r] + o] = ref_of(batch[r]->outs[o].base);
   }
+  prog.param_refs.assign(params.size(), 0);
+  for (const Ref& ref : in_refs)
+    if (ref.param >= 0) ++prog.param_refs[ref.param];
+  for (const Ref& ref : base_refs)
+    if (ref.param >= 0) ++prog.param_refs[ref.param];
   // Results that someone outside this batch still holds are the outputs.
   auto& live = prog.live;
   auto& live_at = prog.live_at;
@@ -104,6 +109,51 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
     }
   }
   if (!failure.empty()) return prog;  // an input failed earlier: nothing is built
+
+  // Donation candidates: an output that is a storage's new value, from
+  // in-place updates (optimizer steps, `x[i] = v`, `add_`, a graph's copy_
+  // into a parameter) of a parameter of the same type, the storage's value
+  // when the batch began. `donor` follows a storage through the batch: a
+  // write's donor is that of the value it replaces, when the batch reads
+  // that value (a parameter) or made it.
+  {
+    std::unordered_map<const BufferNode*, int> param_at;
+    std::vector<int> donor(out_at.back(), -1);
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const PendingOp& p = *batch[r];
+      for (size_t o = 0; o < p.outs.size(); ++o) {
+        const PendingOp::Out& out = p.outs[o];
+        Ref prev;
+        if (out.store == Store::kPartial && out.base) {
+          prev = base_refs[out_at[r] + o];
+        } else if (out.store == Store::kWhole) {
+          NodePtr n = out.prev.lock();
+          if (!n) continue;
+          if (n->deferred()) {
+            const int rec = n->producer_->index;
+            if (rec >= static_cast<int>(r) || batch[rec] != n->producer_) continue;
+            prev.rec = rec;
+            prev.out = n->producer_output_;
+          } else {
+            if (param_at.empty())
+              for (size_t i = 0; i < params.size(); ++i) param_at.emplace(params[i], static_cast<int>(i));
+            auto it = param_at.find(n.get());
+            if (it == param_at.end()) continue;
+            prev.param = it->second;
+          }
+        }
+        donor[out_at[r] + o] = prev.param >= 0 ? prev.param
+                               : prev.rec >= 0 ? donor[out_at[prev.rec] + prev.out] : -1;
+      }
+    }
+    std::vector<char> aliased(params.size(), 0);
+    for (size_t k = 0; k < live_at.size(); ++k) {
+      const int param = donor[out_at[live_at[k].first] + live_at[k].second];
+      if (param < 0 || aliased[param] || params[param]->type() != live[k]->type()) continue;
+      aliased[param] = 1;
+      prog.aliases.emplace_back(param, static_cast<int>(k));
+    }
+  }
 
   // Offsets of contiguous runs as run-time operands (see HasDynamicOffset).
   const bool blocks = !(capture && !capture->dynamic.empty());
@@ -167,6 +217,11 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
     k.Int(r);
     k.Int(o);
   }
+  k.Int(static_cast<int64_t>(prog.aliases.size()));
+  for (const auto& [param, out] : prog.aliases) {
+    k.Int(param);
+    k.Int(out);
+  }
   // The largest tensor that the program reads or that one of its ops makes.
   // A program that makes float8 values is never compiled the quick way:
   // XLA CPU's elemental emitters convert f32 to f8e4m3fn through f16, which
@@ -217,7 +272,13 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
 std::string Executor::Program::Print(const Batch& batch) const {
   ir::Builder b;
   std::vector<ir::Value> pvals, offset_vals, size_vals;
-  for (const BufferNode* p : params) pvals.push_back(b.Param(p->type()));
+  std::vector<int> alias_of(params.size(), -1);
+  for (const auto& [param, out] : aliases) alias_of[param] = out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::vector<ir::Attr> attrs;
+    if (alias_of[i] >= 0) attrs.push_back({"tf.aliasing_output", std::to_string(alias_of[i]) + " : i32"});
+    pvals.push_back(b.Param(params[i]->type(), std::move(attrs)));
+  }
   for (size_t i = 0; i < offsets.size(); ++i)
     offset_vals.push_back(b.Param(ir::TensorType{ir::DType::S64, {}}));
   for (size_t i = 0; i < num_sizes; ++i)

@@ -179,16 +179,37 @@ int64_t Runtime::memory_limit() {
   return static_cast<int64_t>(static_cast<double>(total_memory()) * memory_fraction_.load());
 }
 
+namespace {
+
+// Uncounts a tracked buffer's bytes when it is destroyed, unless a launch
+// donated it (Runtime::Donated uncounted them then).
+struct Untrack {
+  std::atomic<int64_t>* live;
+  int64_t bytes;
+  bool donated = false;
+  void operator()(pjrt::Buffer* b) const {
+    if (!donated) live->fetch_sub(bytes);
+    delete b;
+  }
+};
+
+}  // namespace
+
 std::shared_ptr<pjrt::Buffer> Runtime::Track(std::unique_ptr<pjrt::Buffer> buf) {
   const int64_t n = static_cast<int64_t>(buf->on_device_size_bytes());
   const int64_t now = live_bytes_.fetch_add(n) + n;
   int64_t peak = peak_bytes_.load();
   while (now > peak && !peak_bytes_.compare_exchange_weak(peak, now)) {
   }
-  return std::shared_ptr<pjrt::Buffer>(buf.release(), [this, n](pjrt::Buffer* b) {
-    live_bytes_.fetch_sub(n);
-    delete b;
-  });
+  return std::shared_ptr<pjrt::Buffer>(buf.release(), Untrack{&live_bytes_, n});
+}
+
+int64_t Runtime::Donated(const std::shared_ptr<pjrt::Buffer>& buf) {
+  Untrack* u = std::get_deleter<Untrack>(buf);
+  if (u == nullptr || u->donated) return 0;
+  u->donated = true;
+  live_bytes_.fetch_sub(u->bytes);
+  return u->bytes;
 }
 
 void Runtime::AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::shared_ptr<const void>> inputs) {

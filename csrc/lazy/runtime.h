@@ -43,6 +43,9 @@ class Runtime {
 
   // Wraps a plugin buffer so that its bytes are counted while it lives.
   std::shared_ptr<pjrt::Buffer> Track(std::unique_ptr<pjrt::Buffer> buf);
+  // A tracked buffer that a launch has donated: its bytes now belong to the
+  // program's output, so they stop counting here. Returns them.
+  int64_t Donated(const std::shared_ptr<pjrt::Buffer>& buf);
   int64_t live_bytes() const { return live_bytes_.load(); }
   int64_t peak_bytes() const { return peak_bytes_.load(); }
   void reset_peak() { peak_bytes_.store(live_bytes_.load()); }

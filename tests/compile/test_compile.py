@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import torch_tpu
+import torch_tpu.metrics as tm
 from torch_tpu import EagerMode, Precision
 
 
@@ -111,6 +112,8 @@ def test_compiled_training_step_with_optimizer(opt_cls, highest_matmul_precision
         close(got, ref.detach(), rtol=1e-4, atol=1e-6)
         if i == 1:
             compiled = graphs_compiled()
+            torch.tpu.synchronize()
+            tm.reset()
         if i >= 1:
             del got
             torch.tpu.synchronize()
@@ -118,6 +121,11 @@ def test_compiled_training_step_with_optimizer(opt_cls, highest_matmul_precision
     for p, pt in zip(m.parameters(), mt.parameters()):
         close(pt, p.detach(), rtol=1e-4, atol=1e-5)
     assert graphs_compiled() == compiled, "later steps must not capture new programs"
+    # A replayed optimizer step updates the parameters and the state in
+    # their own memory: each old value's buffer is donated to the new one.
+    n_state = sum(torch.is_tensor(v) and v.dim() > 0 for st in opt_t.state.values()
+                  for v in st.values())
+    assert tm.metrics()["buffers_donated"] >= 3 * (len(list(mt.parameters())) + n_state)
     # A replayed step holds no earlier step's parameters or optimizer state.
     assert held == [held[0]] * len(held), held
     # As Dynamo does for CUDA: the step counters live on the device.

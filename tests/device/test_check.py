@@ -6,13 +6,10 @@ import sys
 
 import pytest
 
-import torch_tpu
-from torch_tpu import EagerMode
 
 
+@pytest.mark.strict_pass("the check sets each mode itself")
 def test_check_command_quick():
-    if torch_tpu.get_eager_mode() != EagerMode.DEFER_NEVER:
-        pytest.skip("the check sets each mode itself: it runs in the Strict pass only")
     r = subprocess.run([sys.executable, "-m", "torch_tpu.check", "--quick"], capture_output=True,
                        text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]

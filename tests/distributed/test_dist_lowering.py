@@ -14,12 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-import torch_tpu
 from torch_tpu import _C
 
-pytestmark = pytest.mark.skipif(
-    torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER,
-    reason="the harness runs programs directly, independent of the eager mode: Strict pass only")
+pytestmark = pytest.mark.strict_pass("the harness runs programs directly, in no eager mode")
 
 # name: (devices per replica, replica groups (None = one group of all), input shape per replica)
 LAYOUTS = {

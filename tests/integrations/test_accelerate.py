@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("accelerate")
 
+pytestmark = pytest.mark.strict_pass("the scripts run in processes of their own")
+
 SCRIPT = os.path.join(os.path.dirname(__file__), "accelerate_train.py")
 
 

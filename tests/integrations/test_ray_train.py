@@ -14,13 +14,11 @@ import torch
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.train")
 
-import torch_tpu  # noqa: E402
+pytestmark = pytest.mark.strict_pass("Ray's workers are processes of their own")
 
 
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory):
-    if torch_tpu.get_eager_mode() == torch_tpu.EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING:
-        pytest.skip("Ray's workers run the Strict and Fused passes; Debug adds nothing here")
     root = tmp_path_factory.mktemp("ray")
     here = os.path.dirname(os.path.abspath(__file__))
     env = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",

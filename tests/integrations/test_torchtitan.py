@@ -18,7 +18,8 @@ pytest.importorskip("torchtitan")
 pytest.importorskip("datasets")
 tokenizers = pytest.importorskip("tokenizers")
 
-import torch_tpu  # noqa: E402
+
+pytestmark = pytest.mark.strict_pass("a few minutes of 2-rank runs in processes of their own")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAUNCH = os.path.join(HERE, "torchtitan_launch.py")
@@ -29,8 +30,6 @@ STEPS = 4
 def assets(tmp_path_factory):
     """A local text dataset (c4's JSON-lines layout) and a byte-level BPE
     tokenizer trained on it: nothing is downloaded."""
-    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
-        pytest.skip("a few minutes of 2-rank runs: the Strict pass only")
     root = tmp_path_factory.mktemp("torchtitan")
     rng = random.Random(0)
     words = ("the of and to in is for on that with as was by it at from be this are or an model "

@@ -6,6 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+# What the cache stores and loads is the same whatever the eager mode.
+pytestmark = pytest.mark.strict_pass("the cache is tested in processes of their own")
+
 SCRIPT = r"""
 import json, os, time, torch, torch_tpu
 torch.tpu.init()

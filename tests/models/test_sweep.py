@@ -8,8 +8,9 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
-import torch_tpu  # noqa: E402
 from torch_tpu.tools import sweep  # noqa: E402
+
+CHILDREN = pytest.mark.strict_pass("the children run each mode themselves")
 
 
 def test_shrinking_is_generic():
@@ -27,9 +28,8 @@ def test_shrinking_is_generic():
     assert len(sweep.architectures("causal-lm")) > 150
 
 
+@CHILDREN
 def test_sweep_runs_architectures_in_children():
-    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
-        pytest.skip("children run each mode themselves: the Strict pass only")
     r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "transformers",
                         "--only", "llama,gpt_bigcode,afmoe", "--modes", "strict,fused"],
                        capture_output=True, text=True, timeout=600)
@@ -41,12 +41,11 @@ def test_sweep_runs_architectures_in_children():
     assert "strict: 3/3 passed" in r.stdout and "fused: 3/3 passed" in r.stdout
 
 
+@CHILDREN
 def test_image_sweeps_run_children():
     """timm (the smallest model of a family) and torchvision classifiers."""
     pytest.importorskip("timm")
     pytest.importorskip("torchvision")
-    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
-        pytest.skip("children run each mode themselves: the Strict pass only")
     assert len(sweep.architectures("", "torchvision")) > 70
     assert len(sweep.architectures("", "timm")) > 70
     for lib, arch in (("torchvision", "squeezenet1_1"), ("timm", "ghostnet")):
@@ -86,9 +85,8 @@ def test_base_model_inputs_follow_the_main_input():
     assert first("AudioFlamingo3EncoderConfig", "AudioFlamingo3Encoder")["input_features_mask"] == (2, 3000)
 
 
+@CHILDREN
 def test_base_sweep_runs_an_encoder_decoder_on_audio():
-    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
-        pytest.skip("children run each mode themselves: the Strict pass only")
     r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "transformers", "--kind", "base",
                         "--only", "whisper"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
@@ -112,11 +110,10 @@ def test_detections_are_matched_before_comparing():
     assert sweep.align_detections(short, cpu)[0]["boxes"].shape[0] == 4
 
 
+@CHILDREN
 def test_torchvision_inference_sweeps_run_children():
     """A detector (RPN, RoIAlign, nms) and a segmenter, in eval."""
     pytest.importorskip("torchvision")
-    if torch_tpu.get_eager_mode() != torch_tpu.EagerMode.DEFER_NEVER:
-        pytest.skip("children run each mode themselves: the Strict pass only")
     for kind, arch in (("detection", "fasterrcnn_mobilenet_v3_large_320_fpn"),
                        ("segmentation", "lraspp_mobilenet_v3_large")):
         r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "torchvision", "--kind", kind,

@@ -3,6 +3,8 @@
 // back), torch.complex and torch.polar, and abs / angle of complex inputs,
 // which give real results.
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
 
 #include "ir/ops.h"

@@ -9,6 +9,12 @@
 // scatter-add per dim (in reverse order). Kernels flatten the leading dims,
 // so the lowerings see [B, spatial...].
 #include <ATen/ops/_upsample_bicubic2d_aa.h>
+#include <ATen/ops/reflection_pad1d.h>
+#include <ATen/ops/reflection_pad2d.h>
+#include <ATen/ops/reflection_pad3d.h>
+#include <ATen/ops/replication_pad1d.h>
+#include <ATen/ops/replication_pad2d.h>
+#include <ATen/ops/replication_pad3d.h>
 #include <ATen/ops/_upsample_bilinear2d_aa.h>
 #include <ATen/ops/upsample_bicubic2d.h>
 #include <ATen/ops/upsample_bilinear2d.h>

@@ -27,6 +27,13 @@ void SetDonation(bool on) { g_donation.store(on); }
 
 namespace {
 
+// Uncounts the buffers of the donated nodes (Runtime::Donated); their bytes.
+int64_t Uncount(Runtime& rt, const std::vector<NodePtr>& nodes, const std::vector<int>& donated) {
+  int64_t bytes = 0;
+  for (int i : donated) bytes += rt.Donated(nodes[i]->buffer());
+  return bytes;
+}
+
 // The event after which a launched program is done with its buffers: the
 // definition of its last output, or its completion event when it has no
 // outputs. Until then the runtime holds the program's inputs and outputs
@@ -124,11 +131,12 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
   // An aliased parameter is donated when nothing outside the batch holds its
   // node: no tensor, view or pending op can read the old value again (the
   // runtime's holds of in-flight launches keep buffers, not nodes, and the
-  // plugin orders a donation after the reads already enqueued).
+  // plugin orders a donation after the reads already enqueued). Not in a
+  // capture's first run: its arguments become the replays' constants.
   std::vector<int64_t> keep;
   std::vector<int> donated;
   for (const auto& [param, out] : prog.aliases) {
-    if (Donation() && param_nodes[param].use_count() == 1 + prog.param_refs[param])
+    if (Donation() && !capture && param_nodes[param].use_count() == 1 + prog.param_refs[param])
       donated.push_back(param);
     else
       keep.push_back(param);
@@ -144,8 +152,7 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
     FailAll(prog.live, msg);
     throw std::runtime_error(msg);
   }
-  int64_t donated_bytes = 0;
-  for (int param : donated) donated_bytes += rt.Donated(param_nodes[param]->buffer_);
+  const int64_t donated_bytes = Uncount(rt, param_nodes, donated);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;
@@ -211,8 +218,7 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
   } catch (const std::exception& e) {
     throw std::runtime_error("tpu: running " + c.name + " failed: " + e.what());
   }
-  int64_t donated_bytes = 0;
-  for (int arg : donated) donated_bytes += rt.Donated(args[arg]->buffer_);
+  const int64_t donated_bytes = Uncount(rt, args, donated);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.launches;

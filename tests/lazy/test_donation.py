@@ -149,3 +149,18 @@ def test_optimizer_step_peak_memory_drops(mode, highest_matmul_precision):
     for a, b, c in zip(on_params, off_params, ref.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(a, c.detach(), rtol=1e-3, atol=2e-4)
+
+
+def test_a_compiled_graph_updating_its_own_constant_replays_right():
+    # A graph that makes a tensor and updates it in place replays with the
+    # values of its first run (a capture's first run donates nothing: its
+    # arguments become the replays' constants).
+    def f(x):
+        t = torch.tensor([1.0, 2.0, 3.0], device=x.device)
+        t.add_(x)
+        return t * 2
+
+    cf = torch.compile(f, backend="tpu")
+    for _ in range(4):
+        x = torch.randn(3)
+        torch.testing.assert_close(cf(x.to(TPU)).cpu(), f(x))

@@ -269,6 +269,13 @@ class CapturedGraph {
       outs_.push_back(std::move(out));
     }
     num_groups_ = static_cast<int>(groups.size());
+    // An argument read from an input that the graph overwrites is held, at
+    // a replay, by that input's storage and the launch's arguments only:
+    // the launch may donate it (lazy::Executor::Launch's `owners`).
+    owners_.assign(cap_.args.size(), 0);
+    for (size_t j = 0; j < cap_.args.size(); ++j)
+      for (const auto& [i, k] : mutated_)
+        if (arg_src_[j] == i) owners_[j] = 2;
     in_slots_.clear();  // only needed while capturing
     in_nodes_.clear();
     // The capture call's values: a replay reads only the constants among the
@@ -320,16 +327,10 @@ class CapturedGraph {
         }
       }
     }
-    // An argument read from an input that the graph overwrites is held by
-    // that input's storage and by prog_args only: the launch may donate it.
-    std::vector<long> owners(prog_args.size(), 0);
-    for (size_t j = 0; j < prog_args.size(); ++j)
-      for (const auto& [i, k] : mutated_)
-        if (arg_src_[j] == i) owners[j] = 2;
     std::vector<lazy::NodePtr> results;
     {
       py::gil_scoped_release no_gil;
-      results = ex.Launch(cap_, prog_args, owners);
+      results = ex.Launch(cap_, prog_args, owners_);
     }
     for (const auto& [i, k] : mutated_) SlotOf(tensors[i])->node = results[k];
     if (record_result_ >= 0) AfterReplay(results[record_result_], index_checks_.checks);
@@ -390,6 +391,7 @@ class CapturedGraph {
   // -4 the index-check record.
   std::vector<int> arg_src_;
   std::vector<std::pair<int, int>> mutated_;  // (input, result)
+  std::vector<long> owners_;                  // per argument (Run)
   std::vector<Out> outs_;
   int num_groups_ = 0;
   IndexCheckMark index_mark_;

@@ -117,7 +117,6 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
   // write's donor is that of the value it replaces, when the batch reads
   // that value (a parameter) or made it.
   {
-    std::unordered_map<const BufferNode*, int> param_at;
     std::vector<int> donor(out_at.back(), -1);
     for (size_t r = 0; r < batch.size(); ++r) {
       const PendingOp& p = *batch[r];
@@ -135,11 +134,15 @@ Executor::Program Executor::BuildProgram(const Batch& batch, const Captured* cap
             prev.rec = rec;
             prev.out = n->producer_output_;
           } else {
-            if (param_at.empty())
-              for (size_t i = 0; i < params.size(); ++i) param_at.emplace(params[i], static_cast<int>(i));
-            auto it = param_at.find(n.get());
-            if (it == param_at.end()) continue;
-            prev.param = it->second;
+            // As ref_of looks parameters up: a scan while there are few,
+            // then its map (which holds them all past 16).
+            if (params.size() <= 16) {
+              for (size_t i = 0; i < params.size() && prev.param < 0; ++i)
+                if (params[i] == n.get()) prev.param = static_cast<int>(i);
+            } else if (auto it = param_index.find(n.get()); it != param_index.end()) {
+              prev.param = it->second;
+            }
+            if (prev.param < 0) continue;
           }
         }
         donor[out_at[r] + o] = prev.param >= 0 ? prev.param

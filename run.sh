@@ -52,7 +52,11 @@ case "${1:-}" in
     (cd "$BUILD" && ctest --output-on-failure)
     # One pytest process per eager mode, each with an empty persistent
     # compilation cache of its own (tests/lazy/test_disk_cache.py tests the
-    # cache in child processes with directories of their own).
+    # cache in child processes with directories of their own). PyTorch's
+    # AOTAutograd cache starts empty and is shared by the modes: the graphs
+    # it holds do not depend on the eager mode, so the later passes load the
+    # graphs of torch.compile's tests (tests/compile/test_warm_start.py
+    # tests hits and misses).
     CACHE_ROOT=$(mktemp -d)
     trap 'rm -rf "$CACHE_ROOT"' EXIT
     # Debug Eager runs Strict's programs and waits after each: its values are
@@ -74,6 +78,7 @@ case "${1:-}" in
       if [ $# -gt 0 ]; then paths=(); fi
       rc=0
       env "${mode_env[@]}" TORCH_TPU_COMPILATION_CACHE_DIR="$CACHE_ROOT/$mode" \
+        TORCHINDUCTOR_CACHE_DIR="$CACHE_ROOT/torch" \
         "$VENV/bin/python" -m pytest -q ${paths[@]+"${paths[@]}"} "$@" || rc=$?
       if [ "$rc" != 0 ]; then
         echo "FAILED: pytest ($mode, exit $rc)"

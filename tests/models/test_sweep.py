@@ -31,14 +31,14 @@ def test_shrinking_is_generic():
 @CHILDREN
 def test_sweep_runs_architectures_in_children():
     r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "transformers",
-                        "--only", "llama,gpt_bigcode,afmoe", "--modes", "strict,fused"],
+                        "--only", "llama,afmoe", "--modes", "strict,fused"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     lines = r.stdout.splitlines()
-    for arch in ("llama", "gpt_bigcode", "afmoe"):  # afmoe: zero-initialized router
+    for arch in ("llama", "afmoe"):  # afmoe: zero-initialized router
         for mode in ("strict", "fused"):
             assert any(line.split()[:3] == [arch, mode, "pass"] for line in lines), r.stdout
-    assert "strict: 3/3 passed" in r.stdout and "fused: 3/3 passed" in r.stdout
+    assert "strict: 2/2 passed" in r.stdout and "fused: 2/2 passed" in r.stdout
 
 
 @CHILDREN

@@ -30,8 +30,8 @@ from .._modes import EagerMode, eager_mode, get_eager_mode
 _MAX_VARIANTS = 16
 
 # Graphs captured as programs (each is one compile, or one load from the
-# persistent cache).
-stats = {"captures": 0}
+# persistent cache); graphs loaded from AOTAutograd's cache.
+stats = {"captures": 0, "cache_loads": 0}
 
 
 @functools.cache
@@ -411,13 +411,25 @@ def make_optimizers_capturable(optimizer_module) -> None:
 
 
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
-    """``torch.compile(model, backend="tpu")``."""
+    """``torch.compile(model, backend="tpu")``.
+
+    The graphs AOTAutograd produces go to its cache (PyTorch's
+    ``TORCHINDUCTOR_AUTOGRAD_CACHE``, under ``TORCHINDUCTOR_CACHE_DIR``) as
+    bundled entries, so that a warm start skips AOTAutograd's tracing
+    (``output_code.py``)."""
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(
-        fw_compiler=_compiler("forward"),
-        bw_compiler=_compiler("backward"),
-        inference_compiler=_compiler("inference"),
-        decompositions=_decompositions(),
-        keep_inference_input_mutations=True,
-    )(gm, example_inputs, **kwargs)
+    from . import output_code
+
+    with torch._functorch.config.patch(bundled_autograd_cache=True,
+                                       # the backward too is compiled (and
+                                       # its entry saved) here, not lazily
+                                       force_non_lazy_backward_lowering=True), \
+            torch.compiler.config.patch(cache_key_tag=output_code.cache_key_tag(example_inputs)):
+        return aot_autograd(
+            fw_compiler=output_code.serializable_compiler("forward"),
+            bw_compiler=output_code.serializable_compiler("backward"),
+            inference_compiler=output_code.serializable_compiler("inference"),
+            decompositions=_decompositions(),
+            keep_inference_input_mutations=True,
+        )(gm, example_inputs, **kwargs)

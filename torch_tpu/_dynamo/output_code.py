@@ -1,0 +1,116 @@
+"""The tpu backend's graphs in AOTAutograd's cache.
+
+A warm start of ``torch.compile(backend="tpu")`` repeats Dynamo's tracing
+and AOTAutograd's (functionalization, the joint forward-backward trace, the
+partition); the XLA executables themselves come from the persistent
+compilation cache. PyTorch's AOTAutograd cache skips the second part for
+any backend whose compiled graphs are ``OutputCode`` objects it can pickle
+("bundled" entries: the entry holds the backend's own result). Ours is the
+ATen graph AOTAutograd gave the backend; a hit rebuilds a
+``_CompiledGraph`` from it, whose first call captures its program (a load
+from the persistent cache when the program was compiled before).
+
+The cache key is AOTAutograd's (the Dynamo graph, the inputs' metadata,
+the AOT configuration, torch's version and configuration) plus a tag of
+ours: what else decides the graph the backend gets or what it does with it
+(this package's backend sources, the extension build, the decompositions
+applied, the bounds of dynamic sizes). Imported only by the backend, once
+Dynamo runs: ``torch._inductor.output_code`` is costly to import alone.
+"""
+
+import dataclasses
+import functools
+import hashlib
+import os
+
+import torch
+from torch._inductor.output_code import OutputCode
+
+from . import backend as _backend
+
+
+@dataclasses.dataclass
+class TpuOutputCode(OutputCode):
+    """A ``_CompiledGraph`` as AOTAutograd's cache stores it: the graph
+    pickled (without node metadata), its kind and its dynamic-size spec."""
+
+    graph: "_backend._CompiledGraph | None" = None
+    kind: str = ""
+    dynamic: "_backend._DynamicSpec | None" = None
+    _pickled_gm: "bytes | None" = dataclasses.field(default=None, init=False)
+
+    def __post_init__(self):
+        self._boxed_call = True
+
+    def __call__(self, inputs):
+        return self.graph(inputs)
+
+    # Both run where AOTAutograd saves or loads, which for a backward graph
+    # is inside the user's frame: Dynamo must not trace them.
+    @torch._dynamo.disable
+    def prepare_for_serialization(self) -> None:
+        # Called on a shallow copy: the live graph is read, never changed.
+        from torch.fx._graph_pickler import GraphPickler, Options
+
+        self._pickled_gm = GraphPickler.dumps(
+            self.graph.gm, Options(ops_filter=None, node_metadata_key_filter=lambda key: False))
+        self.graph = None
+
+    @torch._dynamo.disable
+    def post_compile(self, example_inputs, constants, graph_kwargs) -> None:
+        if self.graph is not None:
+            return
+        from torch._subclasses import FakeTensorMode
+        from torch.fx._graph_pickler import GraphPickler
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        gm = GraphPickler.loads(self._pickled_gm, FakeTensorMode(shape_env=ShapeEnv()))
+        gm.recompile()
+        self.graph = _backend._CompiledGraph(gm, self.kind, self.dynamic)
+        self._pickled_gm = None
+        _backend.stats["cache_loads"] += 1
+
+    def set_triton_bundle(self, triton_bundle) -> None:
+        pass
+
+
+def serializable_compiler(kind):
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+
+    def compile_graph(gm, example_inputs):
+        graph = _backend._compiler(kind)(gm, example_inputs)
+        return TpuOutputCode(graph=graph, kind=kind, dynamic=graph.dynamic)
+
+    return SerializableAOTDispatchCompiler(TpuOutputCode, compile_graph)
+
+
+@functools.cache
+def _sources_and_build() -> str:
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    # The extension: which kernels exist decides the decompositions; its
+    # fake-tensor rules decide the graph's metadata. A rebuild is a miss.
+    from .. import _C
+
+    st = os.stat(_C.__file__)
+    h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+    h.update(",".join(sorted(op.name() for op in _backend._decompositions())).encode())
+    return h.hexdigest()[:32]
+
+
+def cache_key_tag(example_inputs) -> str:
+    """Our part of AOTAutograd's cache key (``torch.compiler.config.
+    cache_key_tag``, appended to the user's own tag)."""
+    bounds = ""
+    fake_mode = torch._guards.detect_fake_mode(example_inputs)
+    env = getattr(fake_mode, "shape_env", None)
+    if env is not None:
+        bounds = ";".join(f"{s}:{r.lower}:{r.upper}"
+                          for s, r in sorted(env.var_to_range.items(), key=lambda kv: str(kv[0])))
+    tag = hashlib.sha256(f"{_sources_and_build()}|{bounds}".encode()).hexdigest()[:32]
+    user = torch.compiler.config.cache_key_tag
+    return f"{user}|torch_tpu:{tag}" if user else f"torch_tpu:{tag}"

@@ -38,6 +38,8 @@ class TpuOutputCode(OutputCode):
     kind: str = ""
     dynamic: "_backend._DynamicSpec | None" = None
     _pickled_gm: "bytes | None" = dataclasses.field(default=None, init=False)
+    # get_attr targets whose tpu tensors were pickled as CPU copies
+    _tpu_constants: "list | None" = dataclasses.field(default=None, init=False)
 
     def __post_init__(self):
         self._boxed_call = True
@@ -52,8 +54,9 @@ class TpuOutputCode(OutputCode):
         # Called on a shallow copy: the live graph is read, never changed.
         from torch.fx._graph_pickler import GraphPickler, Options
 
+        gm, self._tpu_constants = _with_host_constants(self.graph.gm)
         self._pickled_gm = GraphPickler.dumps(
-            self.graph.gm, Options(ops_filter=None, node_metadata_key_filter=lambda key: False))
+            gm, Options(ops_filter=None, node_metadata_key_filter=lambda key: False))
         self.graph = None
 
     @torch._dynamo.disable
@@ -65,6 +68,11 @@ class TpuOutputCode(OutputCode):
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         gm = GraphPickler.loads(self._pickled_gm, FakeTensorMode(shape_env=ShapeEnv()))
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():
+            for target in self._tpu_constants or ():
+                _set_attr(gm, target, _get_attr(gm, target).to("tpu"))
         gm.recompile()
         self.graph = _backend._CompiledGraph(gm, self.kind, self.dynamic)
         self._pickled_gm = None
@@ -72,6 +80,44 @@ class TpuOutputCode(OutputCode):
 
     def set_triton_bundle(self, triton_bundle) -> None:
         pass
+
+
+def _get_attr(mod, target):
+    for part in target.split("."):
+        mod = getattr(mod, part)
+    return mod
+
+
+def _set_attr(mod, target, value):
+    *path, name = target.split(".")
+    for part in path:
+        mod = getattr(mod, part)
+    if name in mod._buffers:
+        mod._buffers[name] = value
+    elif name in mod._parameters:
+        mod._parameters[name] = torch.nn.Parameter(value, value.requires_grad)
+    else:
+        setattr(mod, name, value)
+
+
+def _with_host_constants(gm):
+    """gm, or a copy of it whose tpu tensor constants (a tensor the traced
+    code made, e.g. ``torch.tensor([...], device=x.device)``) are CPU
+    copies, which pickle; and the names of those constants."""
+    targets = sorted({n.target for n in gm.graph.nodes if n.op == "get_attr"
+                      and isinstance(_get_attr(gm, n.target), torch.Tensor)
+                      and _get_attr(gm, n.target).device.type == "tpu"})
+    if not targets:
+        return gm, []
+    import copy
+
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    host = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    with unset_fake_temporarily():  # AOTAutograd saves inside its fake mode
+        for target in targets:
+            _set_attr(host, target, _get_attr(gm, target).detach().cpu())
+    return host, targets
 
 
 def serializable_compiler(kind):

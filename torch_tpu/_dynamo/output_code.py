@@ -64,12 +64,11 @@ class TpuOutputCode(OutputCode):
         if self.graph is not None:
             return
         from torch._subclasses import FakeTensorMode
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
         from torch.fx._graph_pickler import GraphPickler
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         gm = GraphPickler.loads(self._pickled_gm, FakeTensorMode(shape_env=ShapeEnv()))
-        from torch._subclasses.fake_tensor import unset_fake_temporarily
-
         with unset_fake_temporarily():
             for target in self._tpu_constants or ():
                 _set_attr(gm, target, _get_attr(gm, target).to("tpu"))

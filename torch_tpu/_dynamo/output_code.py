@@ -32,11 +32,14 @@ from . import backend as _backend
 @dataclasses.dataclass
 class TpuOutputCode(OutputCode):
     """A ``_CompiledGraph`` as AOTAutograd's cache stores it: the graph
-    pickled (without node metadata), its kind and its dynamic-size spec."""
+    pickled (without node metadata), its kind and its dynamic-size spec.
+    A fresh compile holds the live graph; a loaded entry rebuilds it."""
 
     graph: "_backend._CompiledGraph | None" = None
     kind: str = ""
-    dynamic: "_backend._DynamicSpec | None" = None
+    # What a pickled entry keeps of the graph besides its code (set when
+    # it is pickled).
+    _dynamic: "_backend._DynamicSpec | None" = dataclasses.field(default=None, init=False)
     _pickled_gm: "bytes | None" = dataclasses.field(default=None, init=False)
     # get_attr targets whose tpu tensors were pickled as CPU copies
     _tpu_constants: "list | None" = dataclasses.field(default=None, init=False)
@@ -55,6 +58,7 @@ class TpuOutputCode(OutputCode):
         from torch.fx._graph_pickler import GraphPickler, Options
 
         gm, self._tpu_constants = _with_host_constants(self.graph.gm)
+        self._dynamic = self.graph.dynamic
         self._pickled_gm = GraphPickler.dumps(
             gm, Options(ops_filter=None, node_metadata_key_filter=lambda key: False))
         self.graph = None
@@ -73,7 +77,7 @@ class TpuOutputCode(OutputCode):
             for target in self._tpu_constants or ():
                 _set_attr(gm, target, _get_attr(gm, target).to("tpu"))
         gm.recompile()
-        self.graph = _backend._CompiledGraph(gm, self.kind, self.dynamic)
+        self.graph = _backend._CompiledGraph(gm, self.kind, self._dynamic)
         self._pickled_gm = None
         _backend.stats["cache_loads"] += 1
 
@@ -88,15 +92,10 @@ def _get_attr(mod, target):
 
 
 def _set_attr(mod, target, value):
-    *path, name = target.split(".")
-    for part in path:
-        mod = getattr(mod, part)
-    if name in mod._buffers:
-        mod._buffers[name] = value
-    elif name in mod._parameters:
-        mod._parameters[name] = torch.nn.Parameter(value, value.requires_grad)
-    else:
-        setattr(mod, name, value)
+    # A constant is a buffer or a plain attribute (AOTAutograd's graphs take
+    # parameters as inputs); Module.__setattr__ keeps either kind.
+    parent, _, name = target.rpartition(".")
+    setattr(_get_attr(mod, parent) if parent else mod, name, value)
 
 
 def _with_host_constants(gm):
@@ -124,7 +123,7 @@ def serializable_compiler(kind):
 
     def compile_graph(gm, example_inputs):
         graph = _backend._compiler(kind)(gm, example_inputs)
-        return TpuOutputCode(graph=graph, kind=kind, dynamic=graph.dynamic)
+        return TpuOutputCode(graph=graph, kind=kind)
 
     return SerializableAOTDispatchCompiler(TpuOutputCode, compile_graph)
 

@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 
 from torch_tpu.tools import sweep  # noqa: E402
 
-CHILDREN = pytest.mark.strict_pass("the children run each mode themselves")
+CHILDREN = pytest.mark.strict_pass("the sweep sets each mode itself")
 
 
 def test_shrinking_is_generic():
@@ -42,17 +42,17 @@ def test_sweep_runs_architectures_in_children():
 
 
 @CHILDREN
-def test_image_sweeps_run_children():
-    """timm (the smallest model of a family) and torchvision classifiers."""
+def test_image_models_are_checked():
+    """timm (the smallest model of a family) and a torchvision classifier,
+    each through the sweep's per-architecture check (the child's work, run
+    here: the children themselves are tested above)."""
     pytest.importorskip("timm")
     pytest.importorskip("torchvision")
     assert len(sweep.architectures("", "torchvision")) > 70
     assert len(sweep.architectures("", "timm")) > 70
-    for lib, arch in (("torchvision", "squeezenet1_1"), ("timm", "ghostnet")):
-        r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", lib, "--only", arch],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-        assert "strict: 1/1 passed" in r.stdout, r.stdout
+    for lib, arch in (("torchvision", "squeezenet1_1"), ("timm", "vision_transformer_relpos")):
+        row = sweep.run_one(lib, "classification", arch, arch, "", ["strict"])
+        assert "skipped" not in row and row["results"]["strict"].startswith("pass"), row
 
 
 def test_base_model_inputs_follow_the_main_input():
@@ -86,11 +86,10 @@ def test_base_model_inputs_follow_the_main_input():
 
 
 @CHILDREN
-def test_base_sweep_runs_an_encoder_decoder_on_audio():
-    r = subprocess.run([sys.executable, "-m", "torch_tpu.tools.sweep", "transformers", "--kind", "base",
-                        "--only", "whisper"], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    assert "strict: 1/1 passed" in r.stdout, r.stdout
+def test_base_sweep_checks_an_encoder_decoder_on_audio():
+    row = sweep.run_one("transformers", "base", "whisper", "WhisperConfig", "WhisperModel", ["strict"])
+    assert "skipped" not in row and row["results"]["strict"].startswith("pass"), row
+    assert row["inputs"] == {"input_features": [2, 80, 3000], "decoder_input_ids": [2, 8]}
 
 
 def test_detections_are_matched_before_comparing():
@@ -112,7 +111,8 @@ def test_detections_are_matched_before_comparing():
 
 @CHILDREN
 def test_torchvision_inference_sweeps_run_children():
-    """A detector (RPN, RoIAlign, nms) and a segmenter, in eval."""
+    """A detector (RPN, RoIAlign, nms) and a segmenter, in eval (children: a
+    detector's CPU reference may register kernels for torchvision's ops)."""
     pytest.importorskip("torchvision")
     for kind, arch in (("detection", "fasterrcnn_mobilenet_v3_large_320_fpn"),
                        ("segmentation", "lraspp_mobilenet_v3_large")):

@@ -157,3 +157,35 @@ def test_a_model_with_an_empty_parameter_is_compared():
     family = V.Family("registers", "sweep", lambda: case)
     ref = V.reference(family)
     assert V.check(family, V.get_mode("strict"), ref=ref) < 1e-4
+
+
+def test_a_model_torch_compile_fails_on_everywhere_is_skipped_in_that_mode():
+    # torch.compile failing on the CPU too (aot_eager, no tpu) is not tpu's
+    # failure: the model is skipped in the compile mode and out of its count.
+    import torch
+
+    from torch_tpu.tools import validate as V
+
+    class Untraceable(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            if torch.compiler.is_compiling():  # as Dory's masks: shapes that only tracing sees
+                x = x + torch.ones(3)
+            return self.proj(x)
+
+    x = torch.randn(2, 8)
+    case = V.Case(Untraceable(), dict(x=x), dict(x=x), loss=sweep.first_output_loss)
+    ref = V.reference(V.Family("untraceable", "sweep", lambda: case))
+    with pytest.raises(V.StageError) as failed:
+        V.check(V.Family("untraceable", "sweep", lambda: case), V.get_mode("compile"), ref=ref)
+    assert "fake tensor" in sweep._compile_fails_on_cpu(ref, True, failed.value)
+    # A wrong value is never put down to the CPU.
+    assert sweep._compile_fails_on_cpu(ref, True, V.StageError("forward", V.Mismatch("x"))) is None
+    rows = [{"type": "a", "results": {"compile": "pass (1e-6)"}},
+            {"type": "b", "results": {"compile": "skipped: torch.compile fails on the CPU too (...)"}},
+            {"type": "c", "results": {"compile": "FAIL: forward: ..."}}]
+    lines = sweep.summary(rows, ["compile"], "models", 1.0)
+    assert lines[1] == "compile: 1/2 passed (50.0%); 1 more skipped in this mode", lines

@@ -185,7 +185,7 @@ def test_a_model_torch_compile_fails_on_everywhere_is_skipped_in_that_mode():
     # A wrong value is never put down to the CPU.
     assert sweep._compile_fails_on_cpu(ref, True, V.StageError("forward", V.Mismatch("x"))) is None
     rows = [{"type": "a", "results": {"compile": "pass (1e-6)"}},
-            {"type": "b", "results": {"compile": "skipped: torch.compile fails on the CPU too (...)"}},
+            {"type": "b", "results": {"compile": "skipped: fails on the CPU too (...)"}},
             {"type": "c", "results": {"compile": "FAIL: forward: ..."}}]
     lines = sweep.summary(rows, ["compile"], "models", 1.0)
     assert lines[1] == "compile: 1/2 passed (50.0%); 1 more skipped in this mode", lines

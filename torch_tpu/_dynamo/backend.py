@@ -425,7 +425,8 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
                                        # the backward too is compiled (and
                                        # its entry saved) here, not lazily
                                        force_non_lazy_backward_lowering=True), \
-            torch.compiler.config.patch(cache_key_tag=output_code.cache_key_tag(example_inputs)):
+            torch.compiler.config.patch(cache_key_tag=output_code.cache_key_tag(example_inputs)), \
+            output_code.safe_entry_pickling():
         return aot_autograd(
             fw_compiler=output_code.serializable_compiler("forward"),
             bw_compiler=output_code.serializable_compiler("backward"),

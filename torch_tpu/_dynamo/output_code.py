@@ -18,6 +18,8 @@ applied, the bounds of dynamic sizes). Imported only by the backend, once
 Dynamo runs: ``torch._inductor.output_code`` is costly to import alone.
 """
 
+import contextlib
+import copyreg
 import dataclasses
 import functools
 import hashlib
@@ -158,3 +160,37 @@ def cache_key_tag(example_inputs) -> str:
     tag = hashlib.sha256(f"{_sources_and_build()}|{bounds}".encode()).hexdigest()[:32]
     user = torch.compiler.config.cache_key_tag
     return f"{user}|torch_tpu:{tag}" if user else f"torch_tpu:{tag}"
+
+
+def _reduce_view_meta_sequence(seq):
+    # How AOTAutograd replays the views of an output that aliases an input.
+    # In PyTorch 2.13 an `_unsafe_view` ViewMeta does not own its size: once
+    # the traced tensors are gone its sizes are whatever the memory holds
+    # (seen on ProphetNet: [93846469088703, -2605141294625105288, 16, 256]),
+    # and pickling them dereferences garbage as symbolic SymInts, which
+    # crashed the process. Such a sequence, and one with symbolic inputs
+    # (never replayed), is stored as None, the value AOTAutograd itself
+    # leaves where it has no sequence: the output is then regenerated from
+    # its base by view replay or as_strided. Any other sequence pickles as
+    # it always does.
+    if any(type(vm).__name__ == "_unsafe_view_ViewMeta" or vm.has_symbolic_inputs
+           for vm in seq.sequence):
+        return type(None), ()
+    return seq.__reduce_ex__(2)
+
+
+@contextlib.contextmanager
+def safe_entry_pickling():
+    """While the backend runs AOTAutograd (whose cache pickles the entry
+    there): view-replay sequences that cannot be replayed are left out."""
+    from torch._functorch._aot_autograd.functional_utils import ViewMetaSequence
+
+    previous = copyreg.dispatch_table.get(ViewMetaSequence)
+    copyreg.pickle(ViewMetaSequence, _reduce_view_meta_sequence)
+    try:
+        yield
+    finally:
+        if previous is None:
+            copyreg.dispatch_table.pop(ViewMetaSequence, None)
+        else:
+            copyreg.dispatch_table[ViewMetaSequence] = previous

@@ -633,7 +633,7 @@ def run_one(library: str, kind: str, model_type: str, config_name: str, model_na
             if name == "compile":
                 cpu_error = _compile_fails_on_cpu(ref, family.train, e)
                 if cpu_error:
-                    row["results"][name] = f"skipped: torch.compile fails on the CPU too ({cpu_error})"
+                    row["results"][name] = f"skipped: fails on the CPU too ({cpu_error})"
                     continue
             # Values off CPU's f32 ones: as accurate as CPU's f32, or not?
             if isinstance(e, V.StageError) and e.stage in ("forward", "train", "optimizer step") \
@@ -652,28 +652,39 @@ def _compile_fails_on_cpu(ref, train: bool, error: BaseException) -> Optional[st
     """Whether torch.compile itself fails on this model, whatever the device:
     the CPU copy under Dynamo and AOTAutograd with PyTorch's `aot_eager`
     backend (no tpu anywhere), in the stage where tpu's compile failed.
+    A failure in generation is checked the same way: the CPU copy's
+    `generate` with the static cache the compile mode asks for (not
+    compiled: a model that does not support a static cache fails there).
     Returns the CPU's error, or None when the CPU runs (the failure is
-    tpu's). Generation is not redone: its failures stay tpu's."""
+    tpu's)."""
     import torch
     import torch._dynamo
 
     from . import validate as V
 
     stage = error.stage if isinstance(error, V.StageError) else ""
-    if stage not in ("forward", "train") or isinstance(getattr(error, "error", None), V.Mismatch):
+    if stage not in ("forward", "train", "generate") \
+            or isinstance(getattr(error, "error", None), V.Mismatch):
         return None
     torch._dynamo.reset()
     model = copy.deepcopy(ref.initial)
     compiled = torch.compile(model, backend="aot_eager")
     try:
         with V._quiet():
+            if stage == "generate":
+                with torch.no_grad():
+                    model.eval().generate(**ref.case.generate_inputs,
+                                          **V.get_mode("compile").generate_kwargs,
+                                          disable_compile=True)
+                    return None
             if stage == "forward":
                 with torch.no_grad():
                     compiled.eval()(**ref.case.forward_inputs)
             elif train:
                 V._train_step(model, compiled.train(), ref.case)
     except Exception as e:  # noqa: BLE001 - the CPU's own failure is the answer
-        return f"aot_eager: {type(e).__name__}: {V._first_line(e)}"[:200]
+        how = "static cache" if stage == "generate" else "aot_eager"
+        return f"{how}: {type(e).__name__}: {V._first_line(e)}"[:200]
     finally:
         torch._dynamo.reset()
     return None

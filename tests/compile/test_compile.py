@@ -390,3 +390,39 @@ def test_view_planned_on_meta_strides_runs_on_tpu_layouts():
     x = torch.randn(2, 128, 64, 16).permute(0, 3, 1, 2)  # (2, 16, 128, 64), permuted
     out = torch.compile(f, backend="tpu")(x.to("tpu"))
     assert torch.equal(out.cpu(), f(x))
+
+
+def test_split_sizes_read_from_a_tensor_stay_exact(highest_matmul_precision):
+    # Sizes taken from a tensor's values (MoE routers' tokens per expert,
+    # JetMoE) reach the next graph as ints; once they change, Dynamo makes
+    # them dynamic and split's guards give them a finite range. They are not
+    # mark_dynamic bounds: padded to that range, split's sizes no longer
+    # summed to the rows.
+    class Experts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(4, 8, 8))
+
+        def forward(self, x, sizes):
+            parts = x.split(sizes, dim=0)
+            return torch.cat([F.linear(p, self.weight[i]) for i, p in enumerate(parts)])
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.router = nn.Linear(8, 4, bias=False)
+            self.experts = nn.ModuleList(Experts() for _ in range(2))
+
+        def forward(self, x):
+            for experts in self.experts:
+                top = self.router(x).topk(1, dim=1).indices
+                sizes = torch.zeros(x.shape[0], 4, device=x.device).scatter(1, top, 1)
+                x = experts(x, sizes.long().sum(0).tolist())  # a graph break: ints on the host
+            return x
+
+    torch.manual_seed(0)
+    model = Layer()
+    compiled = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu")
+    for _ in range(3):
+        x = torch.randn(16, 8)
+        torch.testing.assert_close(compiled(x.to("tpu")).cpu(), model(x), rtol=1e-4, atol=1e-4)

@@ -157,6 +157,13 @@ class _DynamicSpec:
             return None  # unbounded or derived sizes: one program per size
         if not syms:
             return None
+        # Bounds come from torch_tpu.mark_dynamic, on tensor dimensions. A
+        # size that reaches the graph only as an int (Dynamo makes ints it
+        # saw change dynamic; split sizes taken from a tensor's values, for
+        # one) may have a finite range from guards alone, and padding it to
+        # that bound changes what the graph computes.
+        if {k for _, k in int_args} - {k for _, _, k in dims}:
+            return None
         for n in gm.graph.nodes:
             if n.op != "call_function":
                 continue

@@ -651,29 +651,28 @@ _ROUNDING_RUNS = 8
 def _compile_fails_on_cpu(ref, train: bool, error: BaseException) -> Optional[str]:
     """Whether torch.compile itself fails on this model, whatever the device:
     the CPU copy under Dynamo and AOTAutograd with PyTorch's `aot_eager`
-    backend (no tpu anywhere), in the stage where tpu's compile failed.
-    A failure in generation is checked the same way: the CPU copy's
-    `generate` with the static cache the compile mode asks for (not
-    compiled: a model that does not support a static cache fails there).
-    Returns the CPU's error, or None when the CPU runs (the failure is
-    tpu's)."""
+    backend (no tpu anywhere), in the stage where tpu's compile failed. A
+    failure in generation: the CPU copy's `generate` with the static cache
+    the compile mode asks for (not compiled: a model that does not support
+    a static cache fails there). A compiled gradient where eager has None:
+    whether `aot_eager` gives that parameter one too (torch.compile's
+    backward may return zeros for a parameter the loss does not reach).
+    Returns what the CPU shows, or None when it runs as eager does (the
+    failure is tpu's)."""
     import torch
     import torch._dynamo
 
     from . import validate as V
 
     stage = error.stage if isinstance(error, V.StageError) else ""
-    cause = getattr(error, "error", None)
-    if stage == "train" and isinstance(cause, V.Mismatch) and str(cause).endswith(
-            ": tpu tensor, cpu None"):
-        # A parameter the loss does not reach: eager leaves its gradient
-        # None; torch.compile's backward may return zeros for it.
-        return _compiled_grad_on_cpu(ref, str(cause).split(": ")[0][len("grad of "):])
-    if stage not in ("forward", "train", "generate") or isinstance(cause, V.Mismatch):
+    cause = str(getattr(error, "error", ""))
+    extra_grad = (stage == "train" and isinstance(getattr(error, "error", None), V.Mismatch)
+                  and cause.startswith("grad of ") and cause.endswith(": tpu tensor, cpu None"))
+    if stage not in ("forward", "train", "generate") or (
+            isinstance(getattr(error, "error", None), V.Mismatch) and not extra_grad):
         return None
     torch._dynamo.reset()
     model = copy.deepcopy(ref.initial)
-    compiled = torch.compile(model, backend="aot_eager")
     try:
         with V._quiet():
             if stage == "generate":
@@ -681,44 +680,25 @@ def _compile_fails_on_cpu(ref, train: bool, error: BaseException) -> Optional[st
                     model.eval().generate(**ref.case.generate_inputs,
                                           **V.get_mode("compile").generate_kwargs,
                                           disable_compile=True)
-                    return None
-            if stage == "forward":
+            elif stage == "forward":
                 with torch.no_grad():
-                    compiled.eval()(**ref.case.forward_inputs)
+                    torch.compile(model, backend="aot_eager").eval()(**ref.case.forward_inputs)
             elif train:
-                V._train_step(model, compiled.train(), ref.case)
+                V._train_step(model, torch.compile(model, backend="aot_eager").train(), ref.case)
     except Exception as e:  # noqa: BLE001 - the CPU's own failure is the answer
+        if extra_grad:
+            return None  # no answer from the CPU: the failure stands
         how = "static cache" if stage == "generate" else "aot_eager"
         return f"{how}: {type(e).__name__}: {V._first_line(e)}"[:200]
     finally:
         torch._dynamo.reset()
+    if extra_grad:
+        name = cause[len("grad of "):-len(": tpu tensor, cpu None")]
+        grad = dict(model.named_parameters())[name].grad
+        if grad is not None:
+            return (f"aot_eager: grad of {name} is a tensor (max {grad.abs().max().item():.1g}) "
+                    "where eager's is None")
     return None
-
-
-def _compiled_grad_on_cpu(ref, name: str) -> Optional[str]:
-    """The CPU copy's training step under torch.compile (`aot_eager`): if it
-    too gives parameter `name` a gradient where eager gives None, the
-    difference is torch.compile's, not tpu's."""
-    import torch
-    import torch._dynamo
-
-    from . import validate as V
-
-    torch._dynamo.reset()
-    model = copy.deepcopy(ref.initial).train()
-    try:
-        with V._quiet():
-            V._train_step(model, torch.compile(model, backend="aot_eager"), ref.case)
-    except Exception:  # noqa: BLE001 - no answer from the CPU: the failure stands
-        return None
-    finally:
-        torch._dynamo.reset()
-    grad = dict(model.named_parameters()).get(name)
-    grad = None if grad is None else grad.grad
-    if grad is None:
-        return None
-    return (f"aot_eager: grad of {name} is a tensor (max {grad.abs().max().item():.1g}) "
-            "where eager's is None")
 
 
 def _rounding_noise(model, seed: int):

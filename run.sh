@@ -17,6 +17,31 @@ VENV=${TORCH_TPU_VENV:-$ROOT/.venv}
 BUILD=$ROOT/build/cmake
 
 
+# Installs into the venv with uv (pinned; it links from its cache: seconds
+# where pip unpacks 2 GB in minutes), or with pip where uv cannot be had or
+# fails (TORCH_TPU_USE_PIP=1: pip only).
+# uv reads no pip configuration: pip's find-links (the local CPU torch wheel)
+# is passed on.
+UV_VERSION=0.13.9
+venv_install() {
+  if [ -z "${UV:-}" ]; then
+    UV=none
+    if [ "${TORCH_TPU_USE_PIP:-0}" != 1 ] && "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+         "uv==$UV_VERSION" >/dev/null 2>&1; then
+      UV=$VENV/bin/uv
+    fi
+  fi
+  if [ "$UV" = none ]; then
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@"
+    return
+  fi
+  local links=${PIP_FIND_LINKS:-$("$VENV/bin/python" -m pip config get global.find-links 2>/dev/null || true)}
+  local args=()
+  for link in $links; do args+=(--find-links "$link"); done
+  "$UV" pip install -q --python "$VENV/bin/python" ${args[@]+"${args[@]}"} "$@" \
+    || "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$@"
+}
+
 setup() {
   # Build tools from Debian where missing (GoogleTest for the C++ tests, ccache).
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -28,9 +53,9 @@ setup() {
     fi
   fi
   if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  venv_install -r requirements.txt
   # TorchTitan's declared dependencies conflict with the pins above (see the file).
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements-nodeps.txt
+  venv_install --no-deps -r requirements-nodeps.txt
   # The extension builds against the installed torch (no build isolation).
   TORCH_TPU_BUILD_TESTS=ON "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     --no-build-isolation --no-deps -e .

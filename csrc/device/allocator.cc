@@ -110,8 +110,11 @@ std::string FormatBytes(double n) {
 void CheckCanAllocate(size_t nbytes) {
   lazy::Runtime& rt = lazy::Runtime::Get();
   const int64_t limit = rt.memory_limit();
-  const int64_t live = rt.live_bytes();
+  int64_t live = rt.live_bytes();
   if (limit <= 0 || live + static_cast<int64_t>(nbytes) <= limit) return;
+  rt.Reap();  // finished programs may still hold inputs nothing else needs
+  live = rt.live_bytes();
+  if (live + static_cast<int64_t>(nbytes) <= limit) return;
   const int64_t total = rt.total_memory();
   const double fraction = rt.memory_fraction();
   TORCH_CHECK_WITH(OutOfMemoryError, false, "tpu out of memory. Tried to allocate ",
@@ -164,6 +167,7 @@ c10::CachingDeviceAllocator::DeviceStats TpuAllocator::getDeviceStats(c10::Devic
   c10::CachingDeviceAllocator::DeviceStats stats;
   if (!lazy::Runtime::initialized()) return stats;
   lazy::Runtime& rt = lazy::Runtime::Get();
+  rt.Reap();
   const auto agg = static_cast<size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE);
   for (auto* s : {&stats.allocated_bytes[agg], &stats.reserved_bytes[agg],
                   &stats.active_bytes[agg]}) {

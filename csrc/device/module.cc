@@ -147,6 +147,7 @@ lazy::Runtime& Rt() {
 
 py::dict MemoryStats() {
   lazy::Runtime& rt = Rt();
+  rt.Reap();
   pjrt::MemoryStats m = rt.client().memory_stats(0);
   py::dict d;
   // torch.cuda.memory_stats' keys: PJRT owns the memory and nothing is

@@ -46,6 +46,29 @@ std::unique_ptr<pjrt::Event> DoneWithBuffers(std::unique_ptr<pjrt::Event> done,
   return outs.empty() ? std::move(done) : outs.back()->ReadyEvent();
 }
 
+// Before a program allocates its outputs: the buffers of finished programs
+// are released, and if the outputs would raise the memory high-water mark,
+// the programs still running are waited for first, so that the buffers
+// only they hold (a backward pass's activations, read by the program
+// launched at its end; the inputs Strict Eager's host has dropped while
+// the device catches up) are gone before the new ones come. The host is
+// then not ahead of the device while memory grows; a steady loop, whose
+// peak its first iteration set, does not wait. Measured on the GPT
+// training step: device peak Strict 163 -> 131 MiB, Fused 289 -> 131,
+// compiled 227 -> 135 (CPU eager 131); steps/s, per-op cost and Fused
+// generation unchanged.
+void ReleaseBeforeGrowing(Runtime& rt, const std::vector<NodePtr>& outputs,
+                          const std::vector<NodePtr>& args, const std::vector<int>& donated) {
+  rt.Reap();
+  int64_t grow = 0;
+  for (const NodePtr& n : outputs) grow += static_cast<int64_t>(n->nbytes());
+  for (int d : donated) grow -= static_cast<int64_t>(args[d]->nbytes());
+  if (grow > 0 && rt.live_bytes() + grow > rt.peak_bytes()) {
+    rt.AwaitPending();
+    rt.Reap();
+  }
+}
+
 // "aten::mul.Tensor at train.py:12" for one op; for a batch, its ops with
 // their lines (the first few distinct ones).
 std::string Issued(const std::vector<std::shared_ptr<PendingOp>>& batch) {
@@ -145,6 +168,7 @@ void Executor::LaunchProgram(const Batch& batch, Program& prog, Captured* captur
   std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
   const bool tracing = profiler::Recording();
   const int64_t issued = tracing ? profiler::NowNs() : 0;
+  ReleaseBeforeGrowing(rt, live, param_nodes, donated);
   try {
     bufs = exe->Execute(args, keep, &done);
   } catch (const std::exception& e) {
@@ -213,6 +237,7 @@ std::vector<NodePtr> Executor::Launch(const Captured& c, const std::vector<NodeP
   std::vector<std::unique_ptr<pjrt::Buffer>> bufs;
   const bool tracing = profiler::Recording();
   const int64_t issued = tracing ? profiler::NowNs() : 0;
+  ReleaseBeforeGrowing(rt, c.results, args, donated);
   try {
     bufs = c.exe->Execute(raw, keep, &done);
   } catch (const std::exception& e) {

@@ -212,15 +212,30 @@ int64_t Runtime::Donated(const std::shared_ptr<pjrt::Buffer>& buf) {
   return u->bytes;
 }
 
+void Runtime::ReapLocked(std::deque<Pending>& finished) {
+  while (!pending_.empty() && pending_.front().done->IsReady()) {
+    Pending& p = pending_.front();
+    try {
+      p.done->Await();  // ready: returns at once, or throws the execution's error
+    } catch (const pjrt::Error&) {
+      failed_.push_back(std::move(p.done));
+    }
+    finished.push_back(std::move(p));
+    pending_.pop_front();
+  }
+}
+
 void Runtime::AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::shared_ptr<const void>> inputs) {
   std::deque<Pending> finished;  // released outside the lock
   std::lock_guard<std::mutex> lock(pending_mu_);
   pending_.push_back(Pending{std::move(ev), std::move(inputs)});
-  // Drop finished executions from the front, releasing their inputs.
-  while (pending_.size() > 1 && pending_.front().done->IsReady()) {
-    finished.push_back(std::move(pending_.front()));
-    pending_.pop_front();
-  }
+  ReapLocked(finished);
+}
+
+void Runtime::Reap() {
+  std::deque<Pending> finished;  // released outside the lock
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  ReapLocked(finished);
 }
 
 void Runtime::AwaitPending() {
@@ -236,11 +251,20 @@ void Runtime::AwaitPending() {
 
 void Runtime::Synchronize() {
   std::deque<Pending> events;
+  std::deque<std::unique_ptr<pjrt::Event>> failed;
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     events.swap(pending_);
+    failed.swap(failed_);
   }
   std::string first_error;
+  for (auto& ev : failed) {
+    try {
+      ev->Await();
+    } catch (const pjrt::Error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
   for (auto& p : events) {
     try {
       p.done->Await();

@@ -63,6 +63,12 @@ class Runtime {
   // has fired: a buffer whose tensor is overwritten or freed meanwhile must
   // not be released while the program may still read it.
   void AddPending(std::unique_ptr<pjrt::Event> ev, std::vector<std::shared_ptr<const void>> inputs = {});
+  // Releases what finished executions held, oldest first: launches call it
+  // before a new program allocates its outputs, so that a finished
+  // program's inputs (a backward pass's activations) are gone by then, and
+  // the memory statistics before they read the counts. A failed
+  // execution's event stays for Synchronize to raise.
+  void Reap();
   void Synchronize();
   // Waits for every outstanding execution without taking their errors
   // (Synchronize still raises them); the profiler's stop uses it.
@@ -81,6 +87,10 @@ class Runtime {
     std::vector<std::shared_ptr<const void>> inputs;
   };
   std::deque<Pending> pending_;
+  std::deque<std::unique_ptr<pjrt::Event>> failed_;  // finished with an error, for Synchronize
+  // Moves the finished executions at the front of pending_ to `finished`
+  // (their inputs are released by the caller, outside the lock).
+  void ReapLocked(std::deque<Pending>& finished);
 };
 
 }  // namespace tpu::lazy

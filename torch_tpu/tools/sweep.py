@@ -454,6 +454,11 @@ def _build_image_model(library: str, name: str, size: Optional[int], kind: str =
         lambda **kw: torchvision.models.get_model(name, weights=None, num_classes=NUM_CLASSES, **kw),
         [dict(image_size=size), dict(input_size=(size, size))] if size else [])
     if size is None:
+        # The size the model was built for (a vision transformer's
+        # `image_size`: 224 for vit_h_14 without weights, whose first
+        # weights' transforms crop to 518), else its weights' crop size.
+        size = getattr(model, "image_size", None)
+    if size is None:
         weights = torchvision.models.get_model_weights(name)
         size = list(weights)[0].transforms().crop_size[0] if len(weights) else 224
     return model, size

@@ -670,11 +670,12 @@ def _compile_fails_on_cpu(ref, train: bool, error: BaseException) -> Optional[st
     from . import validate as V
 
     stage = error.stage if isinstance(error, V.StageError) else ""
-    cause = str(getattr(error, "error", ""))
-    extra_grad = (stage == "train" and isinstance(getattr(error, "error", None), V.Mismatch)
-                  and cause.startswith("grad of ") and cause.endswith(": tpu tensor, cpu None"))
-    if stage not in ("forward", "train", "generate") or (
-            isinstance(getattr(error, "error", None), V.Mismatch) and not extra_grad):
+    cause = getattr(error, "error", None)
+    mismatch = isinstance(cause, V.Mismatch)
+    cause = str(cause)
+    extra_grad = (stage == "train" and mismatch and cause.startswith("grad of ")
+                  and cause.endswith(": tpu tensor, cpu None"))
+    if stage not in ("forward", "train", "generate") or (mismatch and not extra_grad):
         return None
     torch._dynamo.reset()
     model = copy.deepcopy(ref.initial)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 transformers = pytest.importorskip("transformers")
 
@@ -189,3 +190,23 @@ def test_a_model_torch_compile_fails_on_everywhere_is_skipped_in_that_mode():
             {"type": "c", "results": {"compile": "FAIL: forward: ..."}}]
     lines = sweep.summary(rows, ["compile"], "models", 1.0)
     assert lines[1] == "compile: 1/2 passed (50.0%); 1 more skipped in this mode", lines
+
+
+@pytest.mark.strict_pass("no tpu: the image size the sweep chooses")
+def test_a_torchvision_model_runs_at_the_size_it_was_built_for(monkeypatch):
+    # vit_h_14's first weights crop to 518 px, while the model built without
+    # weights takes 224: the sweep fed it 518 and the CPU refused ("Wrong
+    # image height!"). A weight set whose crop differs from the built size
+    # stands in for it here (vit_h_14 itself has 632M parameters).
+    torchvision = pytest.importorskip("torchvision")
+
+    class Weights:
+        def transforms(self):
+            return type("T", (), {"crop_size": [518]})()
+
+    monkeypatch.setattr(torchvision.models, "get_model_weights", lambda name: [Weights()])
+    model, size = sweep._build_image_model("torchvision", "vit_b_32", None)
+    assert size == model.image_size == 224
+    model(torch.randn(1, 3, size, size))  # the size the model takes
+    _, conv_size = sweep._build_image_model("torchvision", "squeezenet1_1", None)
+    assert conv_size == 518  # no built size: the weights' crop

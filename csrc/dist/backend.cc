@@ -142,10 +142,13 @@ void Check(const char* op, const TensorList& ts) {
 
 class TpuDistBackend : public c10d::Backend {
  public:
-  // Host engine. `check`: a store for the fingerprint exchange, or null.
-  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> host, int rank, int size,
+  // Host engine. `check`: a store for the fingerprint exchange, or null;
+  // `timeout_s`: the process group's (the fingerprint exchange waits that
+  // long, whatever the store's own timeout).
+  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> host, int rank, int size, double timeout_s,
                  c10::intrusive_ptr<c10d::Store> check)
-      : c10d::Backend(rank, size), host_(std::move(host)), check_(std::move(check)) {}
+      : c10d::Backend(rank, size), host_(std::move(host)), check_(std::move(check)),
+        timeout_(static_cast<int64_t>(timeout_s * 1000)) {}
   // XLA engine.
   TpuDistBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s,
                  c10::intrusive_ptr<c10d::Store> check)
@@ -408,10 +411,12 @@ class TpuDistBackend : public c10d::Backend {
     for (int r = 0; r < getSize(); ++r) keys.push_back(prefix + std::to_string(r));
     std::vector<std::vector<uint8_t>> all;
     try {
+      check_->wait(keys, timeout_);
       all = check_->multiGet(keys);
     } catch (const std::exception& e) {
       TORCH_CHECK(false, "tpu_dist: collective #", n, " (", what, "): not every rank reached it within the "
-                  "process group's timeout (a rank may have died or be stuck): ", e.what());
+                  "process group's timeout of ", timeout_.count() / 1000.0,
+                  " s (a rank may have died or be stuck): ", e.what());
     }
     bool same = true;
     for (const auto& v : all) same &= std::string(v.begin(), v.end()) == what;
@@ -666,8 +671,8 @@ class TpuDistBackend : public c10d::Backend {
 
 void RegisterDist(py::module& m) {
   py::class_<TpuDistBackend, c10d::Backend, c10::intrusive_ptr<TpuDistBackend>>(m, "_TpuDistBackend")
-      .def(py::init<c10::intrusive_ptr<c10d::Backend>, int, int, c10::intrusive_ptr<c10d::Store>>(),
-           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("check"))
+      .def(py::init<c10::intrusive_ptr<c10d::Backend>, int, int, double, c10::intrusive_ptr<c10d::Store>>(),
+           py::arg("host"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"), py::arg("check"))
       .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double, c10::intrusive_ptr<c10d::Store>>(),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"), py::arg("check"))
       .def_property_readonly("engine", &TpuDistBackend::engine);

@@ -18,16 +18,20 @@ import torch.distributed as dist
 import torch_tpu  # noqa: F401
 
 case = sys.argv[1]
-dist.init_process_group(backend="tpu_dist", timeout=datetime.timedelta(seconds=20))
+dist.init_process_group(backend="tpu_dist", timeout=datetime.timedelta(seconds=60))
 r = dist.get_rank()
 x = torch.ones(4, device="tpu")
 dist.all_reduce(x)
 if case == "dead":
+    # Both ranks are up (the collective above): a group with a short
+    # timeout for the collectives that rank 1 will not reach.
+    group = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=5))
+    dist.all_reduce(x, group=group)
     if r == 1:
         os._exit(3)
     try:
-        dist.all_reduce(x)
-        dist.all_reduce(x)
+        dist.all_reduce(x, group=group)
+        dist.all_reduce(x, group=group)
     except Exception as e:  # noqa: BLE001
         print(f"rank {r}: raised {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
         os._exit(0)

@@ -135,6 +135,9 @@ def test_dead_rank_makes_the_others_raise():
     (out0, err0, rc0), (_, _, rc1) = launch_direct("dead")
     assert rc1 == 3
     assert rc0 == 0 and "rank 0: raised" in out0, out0 + err0[-3000:]
+    # within the timeout of the group the collective ran in (5 s), not the
+    # default group's (60 s)
+    assert "timeout of 5 s" in out0, out0
 
 
 def test_diverging_ranks_raise_on_every_rank():

@@ -53,7 +53,8 @@ def _create_backend(opts, backend_options=None):
                                   opts.timeout.total_seconds(), check)
     store = dist.PrefixStore(f"{BACKEND}/host/", opts.store)
     host = dist.ProcessGroupGloo(store, opts.group_rank, opts.group_size, opts.timeout)
-    return _C._TpuDistBackend(host, opts.group_rank, opts.group_size, check)
+    return _C._TpuDistBackend(host, opts.group_rank, opts.group_size,
+                              opts.timeout.total_seconds(), check)
 
 
 def _register() -> None:

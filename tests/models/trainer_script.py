@@ -5,13 +5,16 @@ every few steps that a fresh process resumes from. tests/models/test_trainer.py
 runs it in child processes; it prints one JSON line of the step losses.
 
     python tests/models/trainer_script.py --device tpu --steps 8 --ckpt-every 4 \\
-        --ckpt-dir DIR [--resume] [--stop-after N] [--compile]
+        --ckpt-dir DIR [--resume | --resume-from FILE] [--compile]
+
+Checkpoints are DIR/step-N.pt; --resume continues from the newest in DIR.
 """
 
 import argparse
 import json
 import math
 import os
+import re
 import sys
 
 import torch
@@ -97,7 +100,7 @@ def main(argv=None):
     p.add_argument("--ckpt-every", type=int, default=4)
     p.add_argument("--ckpt-dir", required=True)
     p.add_argument("--resume", action="store_true")
-    p.add_argument("--stop-after", type=int, default=None)
+    p.add_argument("--resume-from", default=None, help="a checkpoint file")
     p.add_argument("--compile", action="store_true")
     args = p.parse_args(argv)
     device = torch.device(args.device)
@@ -111,9 +114,12 @@ def main(argv=None):
         opt, lambda s: lr_at(s, args.steps) / lr_at(0, args.steps))
     step = 0
     os.makedirs(args.ckpt_dir, exist_ok=True)
-    ckpt_path = os.path.join(args.ckpt_dir, "last.pt")
+    resume = args.resume_from
     if args.resume:
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        saved = [f for f in os.listdir(args.ckpt_dir) if re.fullmatch(r"step-\d+\.pt", f)]
+        resume = os.path.join(args.ckpt_dir, max(saved, key=lambda f: int(f[5:-3])))
+    if resume:
+        ckpt = torch.load(resume, map_location="cpu", weights_only=False)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["opt"])
         sched.load_state_dict(ckpt["sched"])
@@ -147,12 +153,11 @@ def main(argv=None):
         step += 1
         losses.append((total / ACCUM).item())
         if step % args.ckpt_every == 0:
+            ckpt_path = os.path.join(args.ckpt_dir, f"step-{step}.pt")
             tmp = ckpt_path + ".tmp"
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
                         "sched": sched.state_dict(), "rng": rng_state(device), "step": step}, tmp)
             os.replace(tmp, ckpt_path)
-        if args.stop_after is not None and step >= args.stop_after:
-            break
     print(json.dumps({"losses": losses, "step": step, "lr": sched.get_last_lr()[0]}))
     return 0
 

@@ -5,16 +5,15 @@ every few steps that a fresh process resumes from. tests/models/test_trainer.py
 runs it in child processes; it prints one JSON line of the step losses.
 
     python tests/models/trainer_script.py --device tpu --steps 8 --ckpt-every 4 \\
-        --ckpt-dir DIR [--resume | --resume-from FILE] [--compile]
+        --ckpt-dir DIR [--resume-from DIR/step-N.pt] [--compile]
 
-Checkpoints are DIR/step-N.pt; --resume continues from the newest in DIR.
+Checkpoints are DIR/step-N.pt.
 """
 
 import argparse
 import json
 import math
 import os
-import re
 import sys
 
 import torch
@@ -99,7 +98,6 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--ckpt-every", type=int, default=4)
     p.add_argument("--ckpt-dir", required=True)
-    p.add_argument("--resume", action="store_true")
     p.add_argument("--resume-from", default=None, help="a checkpoint file")
     p.add_argument("--compile", action="store_true")
     args = p.parse_args(argv)
@@ -114,12 +112,8 @@ def main(argv=None):
         opt, lambda s: lr_at(s, args.steps) / lr_at(0, args.steps))
     step = 0
     os.makedirs(args.ckpt_dir, exist_ok=True)
-    resume = args.resume_from
-    if args.resume:
-        saved = [f for f in os.listdir(args.ckpt_dir) if re.fullmatch(r"step-\d+\.pt", f)]
-        resume = os.path.join(args.ckpt_dir, max(saved, key=lambda f: int(f[5:-3])))
-    if resume:
-        ckpt = torch.load(resume, map_location="cpu", weights_only=False)
+    if args.resume_from:
+        ckpt = torch.load(args.resume_from, map_location="cpu", weights_only=False)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["opt"])
         sched.load_state_dict(ckpt["sched"])
